@@ -1,0 +1,17 @@
+//! The vocabulary every tierscope crate shares: addresses and page-table levels, units,
+//! the [`machine::Machine`] and [`machine::Monitor`] traits, snapshots, cost accounting,
+//! workload specifications and a deterministic random number generator.
+
+pub mod addr;
+pub mod cost;
+pub mod machine;
+pub mod rng;
+pub mod snapshot;
+pub mod units;
+pub mod workload;
+
+pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
+pub use cost::{CostCounters, CostModel};
+pub use machine::{BlockIntervals, Engine, Flush, Machine, MachineStats, Monitor};
+pub use snapshot::{Intervals, RegionReport, Snapshot};
+pub use units::Nanos;

@@ -1,0 +1,113 @@
+//! The interface between telemetry and hardware. Monitors see only [`Machine`]; engines
+//! (the exact simulator, the statistical simulator, a KVM guest) implement it.
+
+use crate::addr::{Level, Mapping, Paging};
+use crate::cost::CostCounters;
+use crate::snapshot::{Intervals, Snapshot};
+use crate::units::Nanos;
+
+/// Which translations a flush drops, with Linux's semantics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// INVLPG on one address: the TLB entries of the page containing it and, as the SDM
+    /// specifies, every paging-structure-cache entry.
+    Page(u64),
+    /// `flush_tlb_mm_range`: one INVLPG per 4 KiB page when the range has at most
+    /// [`FLUSH_CEILING_PAGES`] pages, otherwise a full flush.
+    Range { start: u64, end: u64 },
+    /// CR3 reload: every non-global TLB entry and paging-structure-cache entry.
+    All,
+}
+
+/// Linux's `tlb_single_page_flush_ceiling` default.
+pub const FLUSH_CEILING_PAGES: u64 = 33;
+
+/// What a monitor can observe and do, the way a kernel thread on another core would.
+///
+/// Every operation is counted in [`Machine::cost`]; the bit operations model the kernel's
+/// software walk from the root to the addressed entry.
+pub trait Machine {
+    /// 4- or 5-level paging.
+    fn paging(&self) -> Paging;
+
+    /// The current time, in nanoseconds since the run started.
+    fn now(&self) -> Nanos;
+
+    /// The process's mappings, sorted by address (like /proc/pid/maps).
+    fn mappings(&self) -> &[Mapping];
+
+    /// The level of the leaf entry mapping `va` (Pte for 4 KiB, Pmd for a 2 MiB page), or
+    /// `None` when `va` is unmapped.
+    fn leaf_level(&mut self, va: u64) -> Option<Level>;
+
+    /// Reads the ACCESSED bit of the entry at `level` on the path to `va`. `None` when there
+    /// is no such entry (unmapped, or `level` is below a huge leaf).
+    fn accessed(&mut self, level: Level, va: u64) -> Option<bool>;
+
+    /// Atomically reads and clears the ACCESSED bit of the entry at `level` covering `va`,
+    /// without flushing any cached translation. Returns the old value.
+    fn test_and_clear_accessed(&mut self, level: Level, va: u64) -> Option<bool>;
+
+    /// Reads the DIRTY bit of the leaf entry mapping `va`.
+    fn dirty(&mut self, va: u64) -> Option<bool>;
+
+    /// Atomically reads and clears the DIRTY bit of the leaf entry mapping `va`.
+    fn test_and_clear_dirty(&mut self, va: u64) -> Option<bool>;
+
+    /// Drops cached translations on every core running the workload.
+    fn flush(&mut self, what: Flush);
+
+    /// The work counted so far.
+    fn cost(&self) -> &CostCounters;
+
+    /// For monitors to add their own bookkeeping (splits, merges, region visits, ...).
+    fn cost_mut(&mut self) -> &mut CostCounters;
+}
+
+/// A telemetry technique. It acts at times it chooses and reports a snapshot at the end of
+/// each aggregation window. It must not learn anything except through [`Machine`].
+pub trait Monitor: Send {
+    /// The time of the next action.
+    fn next_wakeup(&self) -> Nanos;
+
+    /// Acts at `machine.now()` (which equals the last `next_wakeup()`); returns a snapshot
+    /// when an aggregation window ends.
+    fn wake(&mut self, machine: &mut dyn Machine) -> Option<Snapshot>;
+
+    /// The intervals the monitor runs at.
+    fn intervals(&self) -> Intervals;
+}
+
+/// Counters of the application side of an engine: what the workload's cores saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MachineStats {
+    pub accesses: u64,
+    pub tlb_l1_hits: u64,
+    pub tlb_l2_hits: u64,
+    /// Hardware page walks (TLB misses).
+    pub walks: u64,
+    /// Page-table entries the hardware walker loaded from memory.
+    pub walk_loads: u64,
+}
+
+/// Truly hot blocks of one window: sorted, disjoint, half-open intervals of block numbers
+/// (`address >> block_shift`).
+pub type BlockIntervals = Vec<(u64, u64)>;
+
+/// What the experiment runner drives: a [`Machine`] that also runs the workload and
+/// measures the ground truth. Monitors never see this interface.
+pub trait Engine: Machine + Send {
+    /// Runs the workload until time `t` (simulated; real time for a real machine).
+    fn advance_to(&mut self, t: Nanos);
+
+    /// Closes the truth window ending now and opens the next: the blocks accessed at
+    /// least the configured threshold number of times since the previous call.
+    fn take_truth(&mut self) -> BlockIntervals;
+
+    /// The workload's memory, as one range (heatmaps use offsets from its start).
+    fn heap(&self) -> crate::addr::AddrRange;
+
+    fn stats(&self) -> MachineStats;
+
+    fn as_machine(&mut self) -> &mut dyn Machine;
+}

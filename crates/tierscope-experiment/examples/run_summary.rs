@@ -1,0 +1,46 @@
+//! Runs an experiment file and prints each monitor's summary: a quick check of the Rust
+//! side without the Python package. `cargo run --release --example run_summary -- FILE`
+use std::path::Path;
+use tierscope_experiment::{parse_experiment, run_experiment, Format, Progress};
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: run_summary EXPERIMENT.toml [KEY=VALUE...]");
+    let text = std::fs::read_to_string(&path).expect("readable file");
+    let base = Path::new(&path).parent().unwrap_or(Path::new("."));
+    let exp = match parse_experiment(&text, &path, base, Format::Toml) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let progress = Progress::new(exp.monitors.len(), exp.duration_ns);
+    let t0 = std::time::Instant::now();
+    let r = run_experiment(&exp, &progress, 0).expect("run");
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "{:<16} {:>6} {:>6} {:>6} {:>10} {:>12} {:>8} {:>8}",
+        "monitor", "prec", "recall", "f1", "cpu%", "bits_clr", "regions", "flushes"
+    );
+    for m in &r.monitors {
+        let s = &m.summary;
+        println!(
+            "{:<16} {:>6.3} {:>6.3} {:>6.3} {:>10.5} {:>12} {:>8.1} {:>8}",
+            m.name,
+            s.precision,
+            s.recall,
+            s.f1,
+            s.cpu_percent,
+            s.bits_cleared,
+            s.mean_nr_regions,
+            s.flushes
+        );
+    }
+    let accesses: u64 = r.monitors.iter().map(|m| m.machine.accesses).sum();
+    eprintln!(
+        "wall {secs:.1}s, {accesses} accesses simulated, {:.1} M/s overall",
+        accesses as f64 / secs / 1e6
+    );
+}

@@ -1,0 +1,203 @@
+//! Snapshots against the truth: precision and recall at block granularity.
+
+use crate::result::{Summary, WindowMetrics};
+use tierscope_core::{BlockIntervals, CostCounters, CostModel, Snapshot};
+
+/// The blocks reported hot: every block that a region with `nr_accesses >= hot_threshold`
+/// overlaps, as sorted disjoint intervals of block numbers.
+pub fn reported_blocks(
+    snapshot: &Snapshot,
+    block_shift: u32,
+    hot_threshold: u32,
+) -> BlockIntervals {
+    let mut out: BlockIntervals = vec![];
+    for r in &snapshot.regions {
+        if r.nr_accesses < hot_threshold || r.end <= r.start {
+            continue;
+        }
+        let first = r.start >> block_shift;
+        let last = ((r.end - 1) >> block_shift) + 1;
+        match out.last_mut() {
+            Some(prev) if prev.1 >= first => prev.1 = prev.1.max(last),
+            _ => out.push((first, last)),
+        }
+    }
+    out
+}
+
+/// Total length of sorted disjoint intervals.
+pub fn total(intervals: &[(u64, u64)]) -> u64 {
+    intervals.iter().map(|(a, b)| b - a).sum()
+}
+
+/// Length of the intersection of two sorted disjoint interval lists.
+pub fn intersection(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut sum) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if lo < hi {
+            sum += hi - lo;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    sum
+}
+
+/// Precision and recall of one window. Conventions: nothing truly hot and nothing reported
+/// is a perfect window; nothing reported while something is hot has precision 0 (the
+/// monitor found nothing), as the Telescope paper plots it.
+pub fn precision_recall(reported: &[(u64, u64)], truth: &[(u64, u64)]) -> (f64, f64) {
+    let (r, t) = (total(reported), total(truth));
+    let hit = intersection(reported, truth);
+    let precision = if r == 0 {
+        if t == 0 {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        hit as f64 / r as f64
+    };
+    let recall = if t == 0 { 1.0 } else { hit as f64 / t as f64 };
+    (precision, recall)
+}
+
+pub fn f1(p: f64, r: f64) -> f64 {
+    if p + r == 0.0 {
+        0.0
+    } else {
+        2.0 * p * r / (p + r)
+    }
+}
+
+/// Per-window metrics for one monitor.
+pub fn windows(
+    snapshots: &[Snapshot],
+    truth: &[BlockIntervals],
+    window_cycles: &[f64],
+    block_shift: u32,
+    hot_threshold: u32,
+) -> Vec<WindowMetrics> {
+    snapshots
+        .iter()
+        .zip(truth)
+        .zip(window_cycles)
+        .map(|((s, t), &cycles)| {
+            let reported = reported_blocks(s, block_shift, hot_threshold);
+            let (precision, recall) = precision_recall(&reported, t);
+            WindowMetrics {
+                start_ns: s.start,
+                end_ns: s.end,
+                precision,
+                recall,
+                f1: f1(precision, recall),
+                reported_hot_bytes: total(&reported) << block_shift,
+                true_hot_bytes: total(t) << block_shift,
+                nr_regions: s.regions.len() as u32,
+                cycles,
+            }
+        })
+        .collect()
+}
+
+/// Means over windows ending after `warmup_ns` (all windows when none does), with costs.
+pub fn summarize(
+    windows: &[WindowMetrics],
+    cost: &CostCounters,
+    model: &CostModel,
+    duration_ns: u64,
+    warmup_ns: u64,
+) -> Summary {
+    let after: Vec<&WindowMetrics> = windows.iter().filter(|w| w.start_ns >= warmup_ns).collect();
+    let used: Vec<&WindowMetrics> = if after.is_empty() {
+        windows.iter().collect()
+    } else {
+        after
+    };
+    let n = used.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&WindowMetrics) -> f64| used.iter().map(|w| f(w)).sum::<f64>() / n;
+    Summary {
+        precision: mean(&|w| w.precision),
+        recall: mean(&|w| w.recall),
+        f1: mean(&|w| w.f1),
+        cycles: model.cycles(cost),
+        cpu_percent: model.cpu_percent(cost, duration_ns),
+        bits_cleared: cost.bits_cleared,
+        entries_read: cost.entries_read,
+        clear_ops: cost.clear_ops,
+        flushes: cost.flushes_page + cost.flushes_full,
+        regions_split: cost.regions_split,
+        regions_merged: cost.regions_merged,
+        windows_evaluated: used.len() as u32,
+        mean_nr_regions: mean(&|w| w.nr_regions as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tierscope_core::RegionReport;
+
+    fn snap(regions: &[(u64, u64, u32)]) -> Snapshot {
+        Snapshot {
+            start: 0,
+            end: 1,
+            regions: regions
+                .iter()
+                .map(|&(start, end, nr_accesses)| RegionReport {
+                    start,
+                    end,
+                    nr_accesses,
+                    age: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn blocks_touched_by_hot_regions_count() {
+        let mb2 = 2 << 20;
+        // A hot region ending one page into block 2 marks block 2 too.
+        let s = snap(&[(0, mb2, 0), (mb2, 2 * mb2 + 4096, 3), (3 * mb2, 4 * mb2, 1)]);
+        assert_eq!(reported_blocks(&s, 21, 1), vec![(1, 4)]);
+        assert_eq!(reported_blocks(&s, 21, 2), vec![(1, 3)]);
+    }
+
+    #[test]
+    fn precision_recall_conventions() {
+        assert_eq!(precision_recall(&[], &[]), (1.0, 1.0));
+        assert_eq!(precision_recall(&[], &[(0, 4)]), (0.0, 0.0));
+        assert_eq!(precision_recall(&[(0, 4)], &[(2, 6)]), (0.5, 0.5));
+        assert_eq!(precision_recall(&[(0, 8)], &[(2, 6)]), (0.5, 1.0));
+    }
+
+    fn to_intervals(mut blocks: Vec<u64>) -> Vec<(u64, u64)> {
+        blocks.sort_unstable();
+        blocks.dedup();
+        let mut out: Vec<(u64, u64)> = vec![];
+        for b in blocks {
+            match out.last_mut() {
+                Some(p) if p.1 == b => p.1 += 1,
+                _ => out.push((b, b + 1)),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn intersection_matches_sets(a in proptest::collection::vec(0u64..200, 0..60),
+                                     b in proptest::collection::vec(0u64..200, 0..60)) {
+            let sa: std::collections::BTreeSet<u64> = a.iter().copied().collect();
+            let sb: std::collections::BTreeSet<u64> = b.iter().copied().collect();
+            let expect = sa.intersection(&sb).count() as u64;
+            prop_assert_eq!(intersection(&to_intervals(a), &to_intervals(b)), expect);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Experiments: the file format, the runner that drives monitors on engines, and the
+//! evaluation of their snapshots against the ground truth.
+
+pub mod config;
+pub mod evaluate;
+pub mod result;
+pub mod run;
+
+pub use config::{parse_experiment, ConfigError, Experiment, Format};
+pub use result::{MonitorRun, Progress, RunResult, Summary, WindowMetrics};
+pub use run::{run_experiment, RunError};

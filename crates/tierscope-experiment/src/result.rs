@@ -1,0 +1,106 @@
+//! What a run produces: per monitor, its snapshots, the truth for the same windows, the
+//! per-window and summary metrics, and its cost.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tierscope_core::{
+    AddrRange, BlockIntervals, CostCounters, Intervals, MachineStats, Mapping, Snapshot,
+};
+
+/// Precision and recall of one aggregation window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WindowMetrics {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// Bytes in blocks reported hot.
+    pub reported_hot_bytes: u64,
+    /// Bytes in blocks truly hot.
+    pub true_hot_bytes: u64,
+    pub nr_regions: u32,
+    /// Monitor cycles spent in this window.
+    pub cycles: f64,
+}
+
+/// Means over the windows after warm-up, and totals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub cycles: f64,
+    pub cpu_percent: f64,
+    pub bits_cleared: u64,
+    pub entries_read: u64,
+    pub clear_ops: u64,
+    pub flushes: u64,
+    pub regions_split: u64,
+    pub regions_merged: u64,
+    /// Windows that entered the means.
+    pub windows_evaluated: u32,
+    pub mean_nr_regions: f64,
+}
+
+/// Everything one monitor's run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorRun {
+    pub name: String,
+    pub kind: &'static str,
+    pub intervals: Intervals,
+    pub snapshots: Vec<Snapshot>,
+    /// The truth of each snapshot's window, same order.
+    pub truth: Vec<BlockIntervals>,
+    pub windows: Vec<WindowMetrics>,
+    pub summary: Summary,
+    pub cost: CostCounters,
+    pub machine: MachineStats,
+}
+
+/// A whole experiment's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub duration_ns: u64,
+    pub block_size: u64,
+    /// The workload's memory (heatmaps plot offsets from its start).
+    pub heap: AddrRange,
+    pub mappings: Vec<Mapping>,
+    pub monitors: Vec<MonitorRun>,
+}
+
+/// Shared between a run and whoever watches it: progress per monitor and a cancel flag.
+#[derive(Debug)]
+pub struct Progress {
+    done_ns: Vec<AtomicU64>,
+    total_ns: u64,
+    cancel: AtomicBool,
+}
+
+impl Progress {
+    pub fn new(monitors: usize, total_ns: u64) -> Self {
+        Progress {
+            done_ns: (0..monitors).map(|_| AtomicU64::new(0)).collect(),
+            total_ns,
+            cancel: AtomicBool::new(false),
+        }
+    }
+
+    /// Simulated nanoseconds done, summed over monitors, and the total to do.
+    pub fn fraction(&self) -> (u64, u64) {
+        let done = self.done_ns.iter().map(|d| d.load(Ordering::Relaxed)).sum();
+        (done, self.total_ns * self.done_ns.len() as u64)
+    }
+
+    pub fn set(&self, monitor: usize, now_ns: u64) {
+        self.done_ns[monitor].store(now_ns, Ordering::Relaxed);
+    }
+
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,581 @@
+//! The hardware side of address translation: per-core TLBs and paging-structure caches in
+//! front of a page walker that sets ACCESSED on every entry it loads and DIRTY on the leaf
+//! for writes, as the Intel SDM (vol. 3A, 4.8-4.10) describes.
+//!
+//! What makes telemetry interesting: a cleared ACCESSED bit is only set again when the
+//! walker loads that entry from memory, and it does not while a TLB entry (for the leaf) or
+//! a paging-structure-cache entry (for the levels above the deepest cached one) still holds
+//! the translation. Only eviction or a flush ends that.
+
+use crate::cache::SetAssoc;
+use crate::config::TlbConfig;
+use crate::page_table::{index_at, EntryRef, PageTable};
+use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::{Flush, Level, MachineStats};
+
+/// TLB values pack the leaf entry's location and whether the cached copy has DIRTY set.
+#[inline(always)]
+fn pack(e: EntryRef, dirty: bool) -> u64 {
+    (e.table as u64) << 16 | (e.index as u64) << 1 | dirty as u64
+}
+#[inline(always)]
+fn unpack(v: u64) -> (EntryRef, bool) {
+    (
+        EntryRef {
+            table: (v >> 16) as u32,
+            index: ((v >> 1) & 0x7fff) as u16,
+        },
+        v & 1 != 0,
+    )
+}
+
+/// L2 TLB tags carry the page size in bit 0 so 4 KiB and 2 MiB entries share the array.
+#[inline(always)]
+fn l2_tag(page_number: u64, huge: bool) -> u64 {
+    page_number << 1 | huge as u64
+}
+
+/// One core's translation caches.
+#[derive(Debug, Clone)]
+struct Core {
+    l1_4k: SetAssoc,
+    l1_2m: SetAssoc,
+    l2: SetAssoc,
+    /// Paging-structure caches, indexed by the level of the cached entry minus one:
+    /// PDE (pmd), PDPTE (pud), PML4E, PML5E. A hit yields the next table's id.
+    psc: [SetAssoc; 4],
+}
+
+impl Core {
+    fn new(c: &TlbConfig) -> Self {
+        Core {
+            l1_4k: SetAssoc::new(c.l1_4k),
+            l1_2m: SetAssoc::new(c.l1_2m),
+            l2: SetAssoc::new(c.l2),
+            psc: [
+                SetAssoc::new(c.pde_cache),
+                SetAssoc::new(c.pdpte_cache),
+                SetAssoc::new(c.pml4_cache),
+                SetAssoc::new(c.pml5_cache),
+            ],
+        }
+    }
+
+    fn flush_all(&mut self) {
+        self.l1_4k.invalidate_all();
+        self.l1_2m.invalidate_all();
+        self.l2.invalidate_all();
+        for p in &mut self.psc {
+            p.invalidate_all();
+        }
+    }
+
+    /// INVLPG: the page's TLB entries (either size) and every paging-structure-cache entry.
+    fn invlpg(&mut self, va: u64) {
+        let (p4, p2) = (va >> 12, va >> 21);
+        self.l1_4k.invalidate(p4, p4);
+        self.l1_2m.invalidate(p2, p2);
+        self.l2.invalidate(p4, l2_tag(p4, false));
+        self.l2.invalidate(p2, l2_tag(p2, true));
+        for p in &mut self.psc {
+            p.invalidate_all();
+        }
+    }
+}
+
+/// The page table plus the cores that translate through it.
+#[derive(Debug, Clone)]
+pub struct Mmu {
+    pub pt: PageTable,
+    cores: Vec<Core>,
+    /// Whether any 2 MiB mapping exists; saves the 2 MiB TLB probes when not.
+    has_huge: bool,
+    pub stats: MachineStats,
+}
+
+impl Mmu {
+    pub fn new(pt: PageTable, cores: usize, tlb: &TlbConfig, has_huge: bool) -> Self {
+        Mmu {
+            pt,
+            cores: (0..cores).map(|_| Core::new(tlb)).collect(),
+            has_huge,
+            stats: MachineStats::default(),
+        }
+    }
+
+    /// One load or store by `core` at `va`, which must be mapped.
+    #[inline(always)]
+    pub fn access(&mut self, core: usize, va: u64, write: bool) {
+        self.stats.accesses += 1;
+        let c = &mut self.cores[core];
+        let (p4, p2) = (va >> 12, va >> 21);
+        if let Some(slot) = c.l1_4k.lookup(p4, p4) {
+            self.stats.tlb_l1_hits += 1;
+            if write {
+                Self::write_hit(&mut self.pt, &mut c.l1_4k, slot);
+            }
+            return;
+        }
+        if self.has_huge {
+            if let Some(slot) = c.l1_2m.lookup(p2, p2) {
+                self.stats.tlb_l1_hits += 1;
+                if write {
+                    Self::write_hit(&mut self.pt, &mut c.l1_2m, slot);
+                }
+                return;
+            }
+        }
+        if let Some(slot) = c.l2.lookup(p4, l2_tag(p4, false)) {
+            self.stats.tlb_l2_hits += 1;
+            if write {
+                Self::write_hit(&mut self.pt, &mut c.l2, slot);
+            }
+            let v = c.l2.value(slot);
+            c.l1_4k.insert(p4, p4, v);
+            return;
+        }
+        if self.has_huge {
+            if let Some(slot) = c.l2.lookup(p2, l2_tag(p2, true)) {
+                self.stats.tlb_l2_hits += 1;
+                if write {
+                    Self::write_hit(&mut self.pt, &mut c.l2, slot);
+                }
+                let v = c.l2.value(slot);
+                c.l1_2m.insert(p2, p2, v);
+                return;
+            }
+        }
+        self.walk(core, va, write);
+    }
+
+    /// A store through a cached translation whose copy has DIRTY clear sets DIRTY in the
+    /// leaf entry in memory (SDM 4.8) and in the cached copy.
+    #[inline(always)]
+    fn write_hit(pt: &mut PageTable, tlb: &mut SetAssoc, slot: usize) {
+        let (e, dirty) = unpack(tlb.value(slot));
+        if !dirty {
+            pt.set_dirty(e);
+            tlb.set_value(slot, pack(e, true));
+        }
+    }
+
+    /// A page walk from the deepest paging-structure-cache hit (or CR3), loading and marking
+    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs.
+    fn walk(&mut self, core: usize, va: u64, write: bool) {
+        self.stats.walks += 1;
+        let c = &mut self.cores[core];
+        let pt = &mut self.pt;
+        let root = pt.paging().root();
+        let mut table = 0u32;
+        let mut level = root;
+        // Deepest cached level first: PDE, PDPTE, PML4E, PML5E.
+        for cached in [Level::Pmd, Level::Pud, Level::Pml4, Level::Pml5] {
+            if cached >= root {
+                break;
+            }
+            let key = va >> cached.span_shift();
+            if let Some(slot) = c.psc[cached.index() - 1].lookup(key, key) {
+                table = c.psc[cached.index() - 1].value(slot) as u32;
+                level = cached.down().expect("cached levels are above the leaf");
+                break;
+            }
+        }
+        loop {
+            let e = EntryRef {
+                table,
+                index: index_at(level, va) as u16,
+            };
+            debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
+            self.stats.walk_loads += 1;
+            pt.set_accessed(e);
+            if level == Level::Pte || pt.is_huge(e) {
+                if write {
+                    pt.set_dirty(e);
+                }
+                let v = pack(e, pt.dirty(e));
+                if level == Level::Pte {
+                    let p4 = va >> 12;
+                    c.l2.insert(p4, l2_tag(p4, false), v);
+                    c.l1_4k.insert(p4, p4, v);
+                } else {
+                    let p2 = va >> 21;
+                    c.l2.insert(p2, l2_tag(p2, true), v);
+                    c.l1_2m.insert(p2, p2, v);
+                }
+                return;
+            }
+            let child = pt.child(table, e.index as usize);
+            let key = va >> level.span_shift();
+            c.psc[level.index() - 1].insert(key, key, child as u64);
+            table = child;
+            level = level.down().expect("non-leaf above pte");
+        }
+    }
+
+    /// Drops cached translations on every core; returns true when it was a full flush.
+    pub fn flush(&mut self, what: Flush) -> bool {
+        match what {
+            Flush::All => {
+                self.cores.iter_mut().for_each(Core::flush_all);
+                true
+            }
+            Flush::Page(va) => {
+                self.cores.iter_mut().for_each(|c| c.invlpg(va));
+                false
+            }
+            Flush::Range { start, end } => {
+                let first = start >> 12;
+                let last = end.saturating_sub(1) >> 12;
+                if end <= start {
+                    return false;
+                }
+                if last - first + 1 > FLUSH_CEILING_PAGES {
+                    self.cores.iter_mut().for_each(Core::flush_all);
+                    return true;
+                }
+                for p in first..=last {
+                    self.cores.iter_mut().for_each(|c| c.invlpg(p << 12));
+                }
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CacheGeometry;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+    use tierscope_core::{AddrRange, PageSize, Paging};
+
+    const BASE: u64 = 0x7f00_0000_0000;
+
+    fn mmu(tlb: TlbConfig) -> Mmu {
+        let mut pt = PageTable::new(Paging::FourLevel);
+        // 8 MiB of 4 KiB pages then 8 MiB of 2 MiB pages.
+        pt.map(AddrRange::new(BASE, BASE + (8 << 20)), PageSize::Base4K);
+        pt.map(
+            AddrRange::new(BASE + (8 << 20), BASE + (16 << 20)),
+            PageSize::Huge2M,
+        );
+        Mmu::new(pt, 1, &tlb, true)
+    }
+
+    /// Every entry on the path to `va`, root first.
+    fn path(pt: &PageTable, va: u64) -> Vec<EntryRef> {
+        let (leaf, _, _) = pt.leaf(va).unwrap();
+        let mut out = vec![];
+        let mut l = Level::Pml4;
+        loop {
+            out.push(pt.locate(l, va).unwrap().0);
+            if l == leaf {
+                return out;
+            }
+            l = l.down().unwrap();
+        }
+    }
+
+    #[test]
+    fn first_walk_sets_every_level_and_dirty_on_write() {
+        let mut m = mmu(TlbConfig::default());
+        m.access(0, BASE + 4096, true);
+        for e in path(&m.pt, BASE + 4096) {
+            assert!(m.pt.accessed(e));
+        }
+        let (_, leaf, _) = m.pt.leaf(BASE + 4096).unwrap();
+        assert!(m.pt.dirty(leaf));
+        m.access(0, BASE + 2 * 4096, false);
+        let (_, leaf, _) = m.pt.leaf(BASE + 2 * 4096).unwrap();
+        assert!(m.pt.accessed(leaf) && !m.pt.dirty(leaf));
+        // A later store through the cached clean translation sets DIRTY without a walk.
+        let walks = m.stats.walks;
+        m.access(0, BASE + 2 * 4096 + 8, true);
+        assert_eq!(m.stats.walks, walks);
+        assert!(m.pt.dirty(leaf));
+    }
+
+    #[test]
+    fn cleared_upper_bit_stays_clear_until_flush() {
+        let mut m = mmu(TlbConfig::default());
+        m.access(0, BASE, false);
+        let (pud, _) = m.pt.locate(Level::Pud, BASE).unwrap();
+        m.pt.clear_accessed(pud);
+        // A TLB miss on another page under the same PUD hits the PDE cache: no PUD load.
+        m.access(0, BASE + (1 << 20), false);
+        assert!(!m.pt.accessed(pud));
+        m.flush(Flush::All);
+        m.access(0, BASE + (1 << 20), false);
+        assert!(m.pt.accessed(pud));
+    }
+
+    #[test]
+    fn range_flush_above_ceiling_is_full() {
+        let mut m = mmu(TlbConfig::default());
+        assert!(!m.flush(Flush::Range {
+            start: BASE,
+            end: BASE + 33 * 4096
+        }));
+        assert!(m.flush(Flush::Range {
+            start: BASE,
+            end: BASE + 34 * 4096
+        }));
+    }
+
+    /// A naive model of the same hardware: ACCESSED/DIRTY bits in flat maps keyed by
+    /// (level, va >> span_shift), caches as per-set LRU lists of tags. Walking it and the
+    /// real MMU side by side checks the compact tables, the packing and the walk order.
+    struct Naive {
+        a: HashMap<(Level, u64), bool>,
+        d: HashMap<(Level, u64), bool>,
+        l1_4k: Lru,
+        l1_2m: Lru,
+        l2: Lru,
+        psc: [Lru; 4],
+    }
+
+    struct Lru {
+        sets: HashMap<u64, Vec<(u64, bool)>>,
+        ways: usize,
+        mask: u64,
+    }
+
+    impl Lru {
+        fn new(g: CacheGeometry) -> Self {
+            Lru {
+                sets: HashMap::new(),
+                ways: g.ways as usize,
+                mask: (g.entries / g.ways) as u64 - 1,
+            }
+        }
+        /// Returns the cached dirty flag on a hit (and makes it most recent).
+        fn hit(&mut self, set: u64, tag: u64) -> Option<bool> {
+            let s = self.sets.entry(set & self.mask).or_default();
+            let p = s.iter().position(|e| e.0 == tag)?;
+            let e = s.remove(p);
+            s.push(e);
+            Some(e.1)
+        }
+        fn mark_dirty(&mut self, set: u64, tag: u64) {
+            let s = self.sets.get_mut(&(set & self.mask)).unwrap();
+            s.last_mut().filter(|e| e.0 == tag).unwrap().1 = true;
+        }
+        fn insert(&mut self, set: u64, tag: u64, dirty: bool) {
+            let s = self.sets.entry(set & self.mask).or_default();
+            if s.len() == self.ways {
+                s.remove(0);
+            }
+            s.push((tag, dirty));
+        }
+        fn clear(&mut self) {
+            self.sets.clear();
+        }
+        fn drop_tag(&mut self, set: u64, tag: u64) {
+            if let Some(s) = self.sets.get_mut(&(set & self.mask)) {
+                s.retain(|e| e.0 != tag);
+            }
+        }
+    }
+
+    fn leaf_level(va: u64) -> Level {
+        if va < BASE + (8 << 20) {
+            Level::Pte
+        } else {
+            Level::Pmd
+        }
+    }
+
+    impl Naive {
+        fn new(t: &TlbConfig) -> Self {
+            let mut n = Naive {
+                a: HashMap::new(),
+                d: HashMap::new(),
+                l1_4k: Lru::new(t.l1_4k),
+                l1_2m: Lru::new(t.l1_2m),
+                l2: Lru::new(t.l2),
+                psc: [
+                    Lru::new(t.pde_cache),
+                    Lru::new(t.pdpte_cache),
+                    Lru::new(t.pml4_cache),
+                    Lru::new(t.pml5_cache),
+                ],
+            };
+            for page in 0..4096u64 {
+                let va = BASE + page * 4096;
+                let leaf = leaf_level(va);
+                let mut l = Level::Pml4;
+                loop {
+                    n.a.insert((l, va >> l.span_shift()), false);
+                    if l == leaf {
+                        break;
+                    }
+                    l = l.down().unwrap();
+                }
+                n.d.insert((leaf, va >> leaf.span_shift()), false);
+            }
+            n
+        }
+
+        fn access(&mut self, va: u64, write: bool) {
+            let leaf = leaf_level(va);
+            let key = (leaf, va >> leaf.span_shift());
+            let (p4, p2) = (va >> 12, va >> 21);
+            let hit = if leaf == Level::Pte {
+                match self.l1_4k.hit(p4, p4) {
+                    Some(d) => Some((d, 0)),
+                    None => self.l2.hit(p4, l2_tag(p4, false)).map(|d| (d, 2)),
+                }
+            } else {
+                match self.l1_2m.hit(p2, p2) {
+                    Some(d) => Some((d, 1)),
+                    None => self.l2.hit(p2, l2_tag(p2, true)).map(|d| (d, 3)),
+                }
+            };
+            if let Some((cached_dirty, which)) = hit {
+                if write && !cached_dirty {
+                    self.d.insert(key, true);
+                    match which {
+                        0 => self.l1_4k.mark_dirty(p4, p4),
+                        1 => self.l1_2m.mark_dirty(p2, p2),
+                        2 => self.l2.mark_dirty(p4, l2_tag(p4, false)),
+                        _ => self.l2.mark_dirty(p2, l2_tag(p2, true)),
+                    }
+                }
+                // An L2 hit refills L1 with the L2 copy's state.
+                let dirty = cached_dirty || write;
+                match which {
+                    2 => self.l1_4k.insert(p4, p4, dirty),
+                    3 => self.l1_2m.insert(p2, p2, dirty),
+                    _ => {}
+                }
+                return;
+            }
+            let mut level = Level::Pml4;
+            for cached in [Level::Pmd, Level::Pud, Level::Pml4] {
+                let k = va >> cached.span_shift();
+                if cached > leaf && self.psc[cached.index() - 1].hit(k, k).is_some() {
+                    level = cached.down().unwrap();
+                    break;
+                }
+            }
+            loop {
+                self.a.insert((level, va >> level.span_shift()), true);
+                if level == leaf {
+                    break;
+                }
+                let k = va >> level.span_shift();
+                self.psc[level.index() - 1].insert(k, k, false);
+                level = level.down().unwrap();
+            }
+            if write {
+                self.d.insert(key, true);
+            }
+            let dirty = self.d[&key];
+            if leaf == Level::Pte {
+                self.l2.insert(p4, l2_tag(p4, false), dirty);
+                self.l1_4k.insert(p4, p4, dirty);
+            } else {
+                self.l2.insert(p2, l2_tag(p2, true), dirty);
+                self.l1_2m.insert(p2, p2, dirty);
+            }
+        }
+
+        fn invlpg(&mut self, va: u64) {
+            let (p4, p2) = (va >> 12, va >> 21);
+            self.l1_4k.drop_tag(p4, p4);
+            self.l1_2m.drop_tag(p2, p2);
+            self.l2.drop_tag(p4, l2_tag(p4, false));
+            self.l2.drop_tag(p2, l2_tag(p2, true));
+            self.psc.iter_mut().for_each(Lru::clear);
+        }
+    }
+
+    fn compare(m: &Mmu, n: &Naive) -> Result<(), TestCaseError> {
+        for (&(level, key), &bit) in &n.a {
+            let (e, _) = m.pt.locate(level, key << level.span_shift()).unwrap();
+            prop_assert_eq!(m.pt.accessed(e), bit, "ACCESSED of {} {:#x}", level, key);
+        }
+        for (&(level, key), &bit) in &n.d {
+            let (e, _) = m.pt.locate(level, key << level.span_shift()).unwrap();
+            prop_assert_eq!(m.pt.dirty(e), bit, "DIRTY of {} {:#x}", level, key);
+        }
+        Ok(())
+    }
+
+    fn check_against_oracle(
+        tlb: TlbConfig,
+        ops: Vec<(u16, bool, u8)>,
+    ) -> Result<(), TestCaseError> {
+        let mut m = mmu(tlb);
+        let mut n = Naive::new(&tlb);
+        for (page, write, op) in ops {
+            let va = BASE + (page as u64 % 4096) * 4096;
+            match op % 8 {
+                0 => {
+                    // A monitor clears one entry on the path.
+                    let p = path(&m.pt, va);
+                    let e = p[(page as usize) % p.len()];
+                    m.pt.clear_accessed(e);
+                    let level = m.pt.level(e.table);
+                    n.a.insert((level, va >> level.span_shift()), false);
+                }
+                1 => {
+                    m.flush(Flush::Page(va));
+                    n.invlpg(va);
+                }
+                2 if page % 16 == 0 => {
+                    m.flush(Flush::All);
+                    n.l1_4k.clear();
+                    n.l1_2m.clear();
+                    n.l2.clear();
+                    n.psc.iter_mut().for_each(Lru::clear);
+                }
+                _ => {
+                    m.access(0, va, write);
+                    n.access(va, write);
+                }
+            }
+            compare(&m, &n)?;
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn walker_matches_naive_oracle(ops in proptest::collection::vec((0u16..4096, any::<bool>(), 0u8..8), 1..300)) {
+            check_against_oracle(TlbConfig::default(), ops)?;
+        }
+
+        #[test]
+        fn walker_matches_naive_oracle_small_caches(ops in proptest::collection::vec((0u16..4096, any::<bool>(), 0u8..8), 1..300)) {
+            let tlb = TlbConfig {
+                l1_4k: CacheGeometry::new(4, 2), l1_2m: CacheGeometry::new(2, 1), l2: CacheGeometry::new(8, 2),
+                pml5_cache: CacheGeometry::new(1, 1), pml4_cache: CacheGeometry::new(1, 1),
+                pdpte_cache: CacheGeometry::new(2, 1), pde_cache: CacheGeometry::new(2, 2),
+            };
+            check_against_oracle(tlb, ops)?;
+        }
+
+        #[test]
+        fn tiny_caches_walk_every_time(ops in proptest::collection::vec((0u16..64, any::<bool>(), 2u8..8), 1..200)) {
+            // With one-entry caches and distinct consecutive pages, every access walks in
+            // full and must set every entry on its path, like a machine without caches.
+            let one = CacheGeometry::new(1, 1);
+            let tlb = TlbConfig { l1_4k: one, l1_2m: one, l2: one, pml5_cache: one, pml4_cache: one, pdpte_cache: one, pde_cache: one };
+            let mut m = mmu(tlb);
+            let mut last = u64::MAX;
+            for (page, write, _) in ops {
+                let va = BASE + (page as u64) * 4096 * 3 % (16 << 20);
+                if va >> 21 == last >> 21 { continue; }
+                last = va;
+                for e in path(&m.pt, va) { m.pt.clear_accessed(e); }
+                m.access(0, va, write);
+                let p = path(&m.pt, va);
+                let leaf = *p.last().unwrap();
+                prop_assert!(m.pt.accessed(leaf));
+                prop_assert_eq!(m.pt.dirty(leaf) || !write, true);
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Ground truth measured from the accesses an engine executes: per window, how often each
+//! block of the heap was accessed; blocks at or above a threshold are hot.
+
+use tierscope_core::{AddrRange, BlockIntervals};
+
+#[derive(Debug, Clone)]
+pub struct TruthRecorder {
+    heap_start: u64,
+    shift: u32,
+    first_block: u64,
+    threshold: u32,
+    counts: Vec<u32>,
+    /// Blocks whose count left zero in this window, so closing a window costs only them.
+    touched: Vec<u32>,
+}
+
+impl TruthRecorder {
+    pub fn new(heap: AddrRange, block_size: u64, threshold: u32) -> Self {
+        let shift = block_size.trailing_zeros();
+        let first_block = heap.start >> shift;
+        let last_block = (heap.end - 1) >> shift;
+        TruthRecorder {
+            heap_start: heap.start,
+            shift,
+            first_block,
+            threshold,
+            counts: vec![0; (last_block - first_block + 1) as usize],
+            touched: vec![],
+        }
+    }
+
+    #[inline(always)]
+    pub fn record(&mut self, va: u64) {
+        debug_assert!(va >= self.heap_start);
+        let i = ((va >> self.shift) - self.first_block) as usize;
+        let c = &mut self.counts[i];
+        if *c == 0 {
+            self.touched.push(i as u32);
+        }
+        *c = c.saturating_add(1);
+    }
+
+    /// The hot blocks since the last call, as intervals of global block numbers; resets.
+    pub fn take(&mut self) -> BlockIntervals {
+        self.touched.sort_unstable();
+        let mut out: BlockIntervals = vec![];
+        for &i in &self.touched {
+            let c = std::mem::take(&mut self.counts[i as usize]);
+            if c < self.threshold {
+                continue;
+            }
+            let b = self.first_block + i as u64;
+            match out.last_mut() {
+                Some(last) if last.1 == b => last.1 += 1,
+                _ => out.push((b, b + 1)),
+            }
+        }
+        self.touched.clear();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_reset_and_threshold_applies() {
+        let base = 0x7f00_0000_0000u64;
+        let mut t = TruthRecorder::new(AddrRange::new(base, base + (16 << 20)), 2 << 20, 2);
+        for va in [
+            base,
+            base + 8,
+            base + (2 << 20),
+            base + (4 << 20),
+            base + (4 << 20) + 1,
+        ] {
+            t.record(va);
+        }
+        let b0 = base >> 21;
+        assert_eq!(t.take(), vec![(b0, b0 + 1), (b0 + 2, b0 + 3)]);
+        assert_eq!(t.take(), vec![]);
+    }
+}
