@@ -12,6 +12,8 @@ pub mod workload;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};
-pub use machine::{BlockIntervals, Engine, Flush, Machine, MachineStats, Monitor};
+pub use machine::{
+    BlockIntervals, Engine, Flush, Machine, MachineStats, Monitor, PmuEvent, PmuSample,
+};
 pub use snapshot::{Intervals, RegionReport, Snapshot};
 pub use units::Nanos;

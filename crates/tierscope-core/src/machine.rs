@@ -19,6 +19,24 @@ pub enum Flush {
     All,
 }
 
+/// Which retired memory instructions a PEBS-like sampler counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PmuEvent {
+    /// MEM_INST_RETIRED.ALL_LOADS and ALL_STORES (the Telescope paper's PEBS setup).
+    LoadsAndStores,
+    Loads,
+    Stores,
+}
+
+/// One PEBS record: when, where, and whether it was a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PmuSample {
+    pub time: Nanos,
+    pub va: u64,
+    pub store: bool,
+}
+
 /// Linux's `tlb_single_page_flush_ceiling` default.
 pub const FLUSH_CEILING_PAGES: u64 = 33;
 
@@ -56,6 +74,16 @@ pub trait Machine {
 
     /// Drops cached translations on every core running the workload.
     fn flush(&mut self, what: Flush);
+
+    /// Programs the PMU of every workload core to record every `period`-th `event` (a
+    /// PEBS counter with that sample-after value); `None` stops sampling. Returns false
+    /// when the machine has no PMU.
+    fn pmu_program(&mut self, _event: PmuEvent, _period: Option<u64>) -> bool {
+        false
+    }
+
+    /// Moves the samples recorded since the last drain into `out`, oldest first.
+    fn pmu_drain(&mut self, _out: &mut Vec<PmuSample>) {}
 
     /// The work counted so far.
     fn cost(&self) -> &CostCounters;

@@ -38,14 +38,12 @@ impl SetAssoc {
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
         let base = self.set_base(set_key);
-        for slot in base..base + self.ways {
-            if self.tags[slot] == tag {
-                self.clock += 1;
-                self.stamps[slot] = self.clock;
-                return Some(slot);
-            }
-        }
-        None
+        let way = self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == tag)?;
+        self.clock += 1;
+        self.stamps[base + way] = self.clock;
+        Some(base + way)
     }
 
     #[inline(always)]
@@ -58,24 +56,24 @@ impl SetAssoc {
         self.values[slot] = value;
     }
 
-    /// Inserts `tag` (known to be absent), evicting the least recently used way.
+    /// Inserts `tag` (known to be absent), evicting the least recently used way. Empty ways
+    /// have stamp 0, so they go first without a separate check.
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
         let base = self.set_base(set_key);
-        let mut victim = base;
-        for slot in base..base + self.ways {
-            if self.tags[slot] == INVALID {
-                victim = slot;
-                break;
-            }
-            if self.stamps[slot] < self.stamps[victim] {
-                victim = slot;
+        let stamps = &self.stamps[base..base + self.ways];
+        let mut victim = 0;
+        let mut oldest = stamps[0];
+        for (way, &s) in stamps.iter().enumerate().skip(1) {
+            if s < oldest {
+                oldest = s;
+                victim = way;
             }
         }
         self.clock += 1;
-        self.tags[victim] = tag;
-        self.values[victim] = value;
-        self.stamps[victim] = self.clock;
+        self.tags[base + victim] = tag;
+        self.values[base + victim] = value;
+        self.stamps[base + victim] = self.clock;
     }
 
     /// Drops `tag` if cached.
@@ -84,12 +82,14 @@ impl SetAssoc {
         for slot in base..base + self.ways {
             if self.tags[slot] == tag {
                 self.tags[slot] = INVALID;
+                self.stamps[slot] = 0;
             }
         }
     }
 
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);
+        self.stamps.fill(0);
     }
 
     /// Number of valid entries (for tests and statistics).

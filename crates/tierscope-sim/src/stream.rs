@@ -102,6 +102,11 @@ impl AccessStream {
         ((t as u128 * self.rate as u128).div_ceil(1_000_000_000)) as u64
     }
 
+    /// Accesses per second.
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
     pub fn issued(&self) -> u64 {
         self.issued
     }

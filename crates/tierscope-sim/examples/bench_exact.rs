@@ -1,0 +1,65 @@
+//! Benchmark (not a test): simulated accesses per second of the exact engine, one thread,
+//! random loads over the whole heap. Prints the median of several timed slices.
+//!
+//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS]`
+//! e.g. `-- 64GiB 4KiB 5`.
+use std::time::Instant;
+use tierscope_core::units::{parse_size, NS_PER_S};
+use tierscope_core::workload::parse_masim;
+use tierscope_core::{Engine, PageSize};
+use tierscope_sim::config::MachineConfig;
+use tierscope_sim::exact::ExactEngine;
+use tierscope_sim::WorkloadParams;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let heap = args.first().map(String::as_str).unwrap_or("64GiB");
+    let page = PageSize::parse(args.get(1).map(String::as_str).unwrap_or("4KiB")).unwrap();
+    let repeats: usize = args.get(2).map(|s| s.parse().unwrap()).unwrap_or(5);
+    let bytes = parse_size(heap).expect("a size");
+    let spec = parse_masim(&format!(
+        "heap, {bytes}\n\np\n1000000\nheap, 1, 4096, 1, ro\n"
+    ))
+    .unwrap();
+    let config = MachineConfig {
+        page_size: page,
+        ..MachineConfig::default()
+    };
+    let params = WorkloadParams {
+        spec: &spec,
+        rate: 10_000_000,
+        threads: 1,
+        seed: 1,
+        block_size: 2 << 20,
+        truth_threshold: 1,
+    };
+    let t0 = Instant::now();
+    let mut engine = ExactEngine::new(&config, &params).unwrap();
+    eprintln!(
+        "setup {:.2}s, page tables {} MiB",
+        t0.elapsed().as_secs_f64(),
+        engine.page_table_bytes() >> 20
+    );
+    // Warm up one simulated second, then time slices of one simulated second each.
+    let mut t = NS_PER_S;
+    engine.advance_to(t);
+    let mut rates = vec![];
+    for _ in 0..repeats {
+        let start = Instant::now();
+        t += NS_PER_S;
+        engine.advance_to(t);
+        engine.take_truth();
+        rates.push(10_000_000.0 / start.elapsed().as_secs_f64());
+    }
+    rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median = rates[rates.len() / 2];
+    let s = engine.stats();
+    println!(
+        "heap {heap} page {page}: median {:.1} M accesses/s (min {:.1}, max {:.1}); TLB L1 hit {:.1}%, walks {:.1}%",
+        median / 1e6,
+        rates[0] / 1e6,
+        rates[rates.len() - 1] / 1e6,
+        100.0 * s.tlb_l1_hits as f64 / s.accesses as f64,
+        100.0 * s.walks as f64 / s.accesses as f64
+    );
+}
