@@ -122,7 +122,7 @@ pub fn format_size(bytes: u64) -> String {
         ("KiB", 1 << 10),
     ];
     for (name, mult) in UNITS {
-        if bytes >= mult && bytes % mult == 0 {
+        if bytes >= mult && bytes.is_multiple_of(mult) {
             return format!("{}{name}", bytes / mult);
         }
     }
@@ -133,7 +133,7 @@ pub fn format_size(bytes: u64) -> String {
 pub fn format_duration(ns: Nanos) -> String {
     const UNITS: [(&str, u64); 3] = [("s", NS_PER_S), ("ms", NS_PER_MS), ("us", NS_PER_US)];
     for (name, mult) in UNITS {
-        if ns >= mult && ns % mult == 0 {
+        if ns >= mult && ns.is_multiple_of(mult) {
             return format!("{}{name}", ns / mult);
         }
     }

@@ -297,6 +297,8 @@ fn evenly_split(list: &mut Vec<Region>, start: u64, end: u64, pieces: u64) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    // Explicit, so proptest's prelude `Rng` does not shadow ours.
+    use tierscope_core::rng::Rng;
     use tierscope_core::PageSize;
 
     fn attrs() -> RegionAttrs {
@@ -340,10 +342,13 @@ mod tests {
             AddrRange::new(4 << 30, (4 << 30) + 8192),
         ];
         let r = Regions::new(&ranges, attrs());
-        // The middle range is split in 10 pieces, the tiny ones stay whole.
-        assert_eq!(r.list.len(), 12);
+        // As in the kernel, the piece size is the total (tiny ranges included) over
+        // min_nr_regions, so the 1 GiB range gets 9 pieces, the tiny ones stay whole.
+        assert_eq!(r.list.len(), 11);
         assert_eq!(r.list[1].start, 1 << 30);
-        assert_eq!(r.list[10].end, 2 << 30);
+        assert_eq!(r.list[9].end, 2 << 30);
+        let sz = ((1u64 << 30) + 12288) / 10;
+        assert!(r.list[1..9].iter().all(|x| x.size() == sz & !(MIN_REGION - 1)));
     }
 
     fn check_invariants(r: &Regions, ranges: &[AddrRange]) -> Result<(), TestCaseError> {

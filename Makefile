@@ -1,0 +1,37 @@
+# The README's two commands: `make run` and `make test`. Everything installs into .venv
+# from PyPI and crates.io, so a fresh machine with python3 and cargo is enough.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# maturin installs into the environment named by VIRTUAL_ENV.
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: venv build run test
+
+# The environment: maturin (the build backend) plus the runtime and dev dependencies
+# listed in pyproject.toml. The stamp file makes the target cheap once done.
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "maturin>=1.9,<2"
+	$(BIN)/python -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+		print("\n".join(d["dependencies"] + d["optional-dependencies"]["dev"]))' > $(VENV)/requirements.txt
+	$(BIN)/pip install --quiet -r $(VENV)/requirements.txt
+	touch $@
+
+# Builds the Rust extension (release) and installs the package into .venv, editable:
+# Python sources are used in place, so only Rust changes need a rebuild.
+build: venv
+	$(BIN)/maturin develop --release --quiet
+
+run: build
+	$(BIN)/tierscope run experiments/default.toml --out runs/default
+
+test: build
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace --release
+	$(BIN)/ruff check python tests
+	$(BIN)/pytest -q tests

@@ -1,0 +1,50 @@
+//! Builds the freestanding guest (guest/guest.c) with the system gcc into a flat binary
+//! that src/guest.rs embeds with `include_bytes!`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn run(cmd: &mut Command) {
+    let status = cmd.status().unwrap_or_else(|e| {
+        panic!("cannot run {cmd:?}: {e} (the KVM guest needs gcc and objcopy)")
+    });
+    assert!(status.success(), "{cmd:?} failed with {status}");
+}
+
+fn main() {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let guest = PathBuf::from("guest");
+    for f in ["guest.c", "abi.h", "guest.ld"] {
+        println!("cargo:rerun-if-changed=guest/{f}");
+    }
+    let elf = out.join("guest.elf");
+    let bin = out.join("guest.bin");
+    let cc = std::env::var("TIERSCOPE_GUEST_CC").unwrap_or_else(|_| "gcc".into());
+    run(Command::new(&cc)
+        .args([
+            "-ffreestanding",
+            "-nostdlib",
+            "-mno-red-zone",
+            "-fno-pic",
+            "-fno-pie",
+            "-no-pie",
+            "-O2",
+            "-mgeneral-regs-only",
+            "-fno-stack-protector",
+            "-fno-asynchronous-unwind-tables",
+            "-static",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wl,--build-id=none",
+            "-T",
+        ])
+        .arg(guest.join("guest.ld"))
+        .arg("-o")
+        .arg(&elf)
+        .arg(guest.join("guest.c")));
+    run(Command::new("objcopy")
+        .args(["-O", "binary"])
+        .arg(&elf)
+        .arg(&bin));
+}

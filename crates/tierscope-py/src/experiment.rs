@@ -1,0 +1,84 @@
+//! Parsing experiments, and the parsed experiment as a Python object (a run needs the
+//! Rust value, which has no deserialiser, so Python holds it rather than its JSON).
+
+use crate::errors;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use tierscope_experiment::{Experiment, Format};
+
+/// A validated experiment with presets expanded. `to_json()` is its normalized form.
+#[pyclass(frozen, module = "tierscope._core", name = "Experiment")]
+pub struct PyExperiment {
+    pub inner: Experiment,
+}
+
+#[pymethods]
+impl PyExperiment {
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.seed
+    }
+
+    #[getter]
+    fn duration_ns(&self) -> u64 {
+        self.inner.duration_ns
+    }
+
+    #[getter]
+    fn hot_threshold(&self) -> u32 {
+        self.inner.hot_threshold
+    }
+
+    #[getter]
+    fn block_size(&self) -> u64 {
+        self.inner.block_size
+    }
+
+    #[getter]
+    fn monitor_names(&self) -> Vec<String> {
+        self.inner.monitors.iter().map(|m| m.name.clone()).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Experiment(name={:?}, monitors={:?}, duration_ns={})",
+            self.inner.name,
+            self.monitor_names(),
+            self.inner.duration_ns
+        )
+    }
+}
+
+/// Parses and validates an experiment given as TOML or JSON text. `source` names it in
+/// errors; relative paths inside it are resolved against `base_dir`.
+#[pyfunction]
+pub fn parse_experiment(
+    py: Python<'_>,
+    text: &str,
+    source: &str,
+    base_dir: PathBuf,
+    format: &str,
+) -> PyResult<PyExperiment> {
+    let format = match format {
+        "toml" => Format::Toml,
+        "json" => Format::Json,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format: expected \"toml\" or \"json\", got {other:?}"
+            )))
+        }
+    };
+    tierscope_experiment::parse_experiment(text, source, &base_dir, format)
+        .map(|inner| PyExperiment { inner })
+        .map_err(|e| errors::config_error(py, &e))
+}

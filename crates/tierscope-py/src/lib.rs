@@ -1,0 +1,28 @@
+//! Python bindings of tierscope, imported as `tierscope._core`.
+//!
+//! This crate only translates: experiments are parsed and run by `tierscope-experiment`;
+//! everything a user touches (CLI, plots, exports) is Python. Rules kept here:
+//! Rust errors become Python exceptions in one place ([`errors`]), no panic crosses into
+//! Python ([`run`] catches them on the run thread), and large per-window arrays travel as
+//! little-endian `bytes` that Python wraps with `numpy.frombuffer` ([`convert`]).
+
+mod convert;
+mod errors;
+mod experiment;
+mod run;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add("RunError", py.get_type::<errors::RunError>())?;
+    m.add("Cancelled", py.get_type::<errors::Cancelled>())?;
+    m.add_class::<experiment::PyExperiment>()?;
+    m.add_class::<run::RunHandle>()?;
+    m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,30 @@
+"""tierscope: hot/cold memory telemetry compared on simulated x86-64 hardware.
+
+The public API, which the `tierscope` CLI uses itself:
+
+    exp = tierscope.load_experiment("experiments/default.toml")   # or a dict
+    result = tierscope.run(exp, out="runs/default")
+    result.metrics["monitors"]["telescope-bnd"]["precision"]
+    result.monitors["telescope-bnd"].windows["recall"]            # numpy array
+"""
+
+from tierscope._core import Cancelled, ConfigError, RunError
+from tierscope._core import __version__ as __version__
+from tierscope.experiment import Experiment, load_experiment
+from tierscope.output import OutputError
+from tierscope.results import MonitorResult, RunResult, Snapshots, Truth
+from tierscope.runner import run
+
+__all__ = [
+    "Cancelled",
+    "ConfigError",
+    "Experiment",
+    "MonitorResult",
+    "OutputError",
+    "RunError",
+    "RunResult",
+    "Snapshots",
+    "Truth",
+    "load_experiment",
+    "run",
+]

@@ -1,0 +1,54 @@
+"""The `tierscope` command: one module per subcommand, each with `register(subparsers)`
+adding its parser and setting `func(args) -> exit status`.
+
+Exit status: 0 success, 1 a run failed, 2 bad input (one line on stderr naming the file,
+line and field; no traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tierscope.cli import run as run_cmd
+
+#: Exit status for bad input, as argparse uses for bad options.
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tierscope",
+        description=(
+            "Compare hot/cold memory telemetry (DAMON, Telescope) on simulated x86-64 "
+            "hardware. See docs/EXPERIMENTS.md for the experiment-file format."
+        ),
+    )
+    from tierscope import __version__
+
+    parser.add_argument("--version", action="version", version=f"tierscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    # Imported here so that `tierscope --help` works even if the extension is broken.
+    from tierscope import Cancelled, ConfigError, OutputError, RunError
+
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.func(args)
+        return status
+    except (ConfigError, OutputError) as e:
+        print(f"tierscope: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, Cancelled):
+        print("tierscope: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except RunError as e:
+        print(f"tierscope: run failed: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,101 @@
+"""Loading experiments from a TOML/JSON file or a dict.
+
+Parsing and validation happen in Rust (one source of truth for the format and its
+errors); this module only reads files and chooses the format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tierscope import _core
+from tierscope._core import ConfigError
+
+#: How a dict experiment is named in error messages.
+DICT_SOURCE = "<experiment dict>"
+
+
+class Experiment:
+    """A validated experiment, presets expanded. Holds the Rust value that a run needs."""
+
+    def __init__(self, inner: _core.Experiment) -> None:
+        self._inner = inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def seed(self) -> int:
+        return self._inner.seed
+
+    @property
+    def duration_ns(self) -> int:
+        return self._inner.duration_ns
+
+    @property
+    def hot_threshold(self) -> int:
+        return self._inner.hot_threshold
+
+    @property
+    def block_size(self) -> int:
+        return self._inner.block_size
+
+    @property
+    def monitor_names(self) -> list[str]:
+        return list(self._inner.monitor_names)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalized experiment (every default filled in, presets expanded)."""
+        loaded: dict[str, Any] = json.loads(self._inner.to_json())
+        return loaded
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+
+def dict_to_json(source: Mapping[str, Any]) -> str:
+    """The JSON text a dict experiment is parsed from. One value per line, so that the
+    line of an error identifies the key at fault."""
+    return json.dumps(source, indent=1)
+
+
+def config_error(file: str, message: str, line: int | None = None) -> ConfigError:
+    """A `ConfigError` raised from Python, shaped like those raised by Rust."""
+    where = f"{file}:{line}" if line is not None else file
+    err = ConfigError(f"{where}: {message}")
+    err.file, err.line, err.message = file, line, message
+    return err
+
+
+ExperimentSource = Experiment | Mapping[str, Any] | str | os.PathLike[str]
+
+
+def load_experiment(source: ExperimentSource, *, source_name: str | None = None) -> Experiment:
+    """Loads an experiment from a file path (TOML, or JSON when it ends in .json), a
+    dict in the same layout as the file, or returns an `Experiment` unchanged.
+
+    Relative paths inside a file (the MASIM config) are resolved against the file's
+    directory; inside a dict, against the current directory. `source_name` replaces the
+    name used in error messages. Raises `ConfigError` with a one-line message naming the
+    file, line and field.
+    """
+    if isinstance(source, Experiment):
+        return source
+    if isinstance(source, Mapping):
+        text = dict_to_json(source)
+        name = source_name or DICT_SOURCE
+        return Experiment(_core.parse_experiment(text, name, Path.cwd(), "json"))
+    path = Path(source)
+    name = source_name or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise config_error(name, f"cannot read the experiment file: {reason}") from None
+    fmt = "json" if path.suffix.lower() == ".json" else "toml"
+    return Experiment(_core.parse_experiment(text, name, path.resolve().parent, fmt))

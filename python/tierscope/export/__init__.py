@@ -1,0 +1,1 @@
+"""Writers of run results in other tools' formats."""

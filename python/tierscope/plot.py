@@ -1,0 +1,134 @@
+"""Heatmaps of what a monitor reported hot against the truth, like Figure 7 of the
+Telescope paper: time on x, offset in the heap on y.
+
+Regions are rasterized with numpy onto a grid of windows x address rows (each cell takes
+the largest value of the regions overlapping it, so a small hot region is never averaged
+away), then drawn with one `imshow` per panel: fast for hundreds of windows and
+thousands of regions. Only matplotlib's Agg backend is used (no display needed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tierscope.results import MonitorResult
+
+GiB = float(1 << 30)
+#: Address rows of a heatmap (fewer when the heap has fewer 4 KiB pages).
+DEFAULT_ROWS = 512
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def rasterize(
+    offsets: npt.NDArray[Any],
+    starts: npt.NDArray[Any],
+    ends: npt.NDArray[Any],
+    values: npt.NDArray[Any],
+    lo: int,
+    hi: int,
+    rows: int,
+) -> npt.NDArray[np.float64]:
+    """Paints intervals `[starts, ends)` of window `i` (elements `offsets[i]:offsets[i+1]`)
+    onto a `(rows, windows)` grid over addresses `[lo, hi)`. A cell holds the maximum value
+    of the intervals overlapping it; 0 where none with a positive value does."""
+    nwin = len(offsets) - 1
+    grid = np.zeros(nwin * rows)
+    if nwin <= 0 or hi <= lo or len(starts) == 0:
+        return grid.reshape(nwin, rows).T
+    window = np.repeat(np.arange(nwin), np.diff(offsets.astype(np.int64)))
+    s = np.clip(starts.astype(np.int64), lo, hi) - lo
+    e = np.clip(ends.astype(np.int64), lo, hi) - lo
+    v = values.astype(np.float64)
+    keep = (e > s) & (v > 0)
+    s, e, v, window = s[keep], e[keep], v[keep], window[keep]
+    row_bytes = (hi - lo) / rows
+    r0 = np.floor(s / row_bytes).astype(np.int64)
+    r1 = np.minimum(np.ceil(e / row_bytes).astype(np.int64), rows)
+    n = np.maximum(r1 - r0, 0)
+    # Expand each interval into the rows it covers; disjoint intervals per window keep
+    # the total at most rows + intervals per window.
+    owner = np.repeat(np.arange(len(n)), n)
+    first = np.repeat(np.cumsum(n) - n, n)
+    row = r0[owner] + (np.arange(int(n.sum())) - first)
+    np.maximum.at(grid, window[owner] * rows + row, v[owner])
+    return grid.reshape(nwin, rows).T
+
+
+def heatmap(
+    monitor: MonitorResult,
+    heap: dict[str, int],
+    hot_threshold: int,
+    path: Path,
+    *,
+    rows: int = DEFAULT_ROWS,
+    title: str | None = None,
+) -> None:
+    """Writes a PNG with two panels sharing axes: the regions `monitor` reported hot
+    (nr_accesses >= hot_threshold, coloured by nr_accesses) and the truly hot blocks."""
+    # Imported here: matplotlib takes a while to import and only this function needs it.
+    from matplotlib.figure import Figure
+
+    lo, hi = int(heap["start"]), int(heap["end"])
+    rows = max(1, min(rows, (hi - lo) // 4096))
+    snaps, truth = monitor.snapshots, monitor.truth
+    hot = np.where(snaps.nr_accesses >= hot_threshold, snaps.nr_accesses, 0)
+    reported = rasterize(snaps.offsets, snaps.start, snaps.end, hot, lo, hi, rows)
+    bs = truth.block_size
+    true_hot = rasterize(
+        truth.offsets,
+        truth.start * np.uint64(bs),
+        truth.end * np.uint64(bs),
+        np.ones(len(truth.start)),
+        lo,
+        hi,
+        rows,
+    )
+
+    nwin = len(snaps)
+    t0 = float(snaps.start_ns[0]) / 1e9 if nwin else 0.0
+    t1 = float(snaps.end_ns[-1]) / 1e9 if nwin else 1.0
+    extent = (t0, t1, 0.0, (hi - lo) / GiB)
+
+    fig = Figure(figsize=(10, 7), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, sharey=True)
+    image = top.imshow(
+        np.ma.masked_equal(reported, 0),
+        origin="lower",
+        aspect="auto",
+        extent=extent,
+        interpolation="nearest",
+        cmap="viridis",
+    )
+    fig.colorbar(image, ax=top, label="nr_accesses")
+    top.set_title(title or f"{monitor.name}: regions reported hot (nr_accesses >= {hot_threshold})")
+    truth_image = bottom.imshow(
+        np.ma.masked_equal(true_hot, 0),
+        origin="lower",
+        aspect="auto",
+        extent=extent,
+        interpolation="nearest",
+        cmap="Reds",
+        vmin=0,
+        vmax=1.2,
+    )
+    fig.colorbar(truth_image, ax=bottom, label="truly hot", ticks=[])
+    bottom.set_title(f"truth: {_size(bs)} blocks hot in the window")
+    for ax in (top, bottom):
+        ax.set_ylabel("offset in heap (GiB)")
+        ax.set_facecolor("white")
+        ax.set_xlim(t0, t1)
+        ax.set_ylim(0, (hi - lo) / GiB)
+    bottom.set_xlabel("time (s)")
+    if nwin == 0:
+        top.text(0.5, 0.5, "no aggregation window ended", transform=top.transAxes, ha="center")
+    fig.savefig(path, dpi=100)

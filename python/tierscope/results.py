@@ -1,0 +1,187 @@
+"""What a run returns: per monitor, numpy arrays of its windows, snapshots and truth,
+and the metrics in the layout of `metrics.json`.
+
+The Rust side (crates/tierscope-py/src/convert.rs) sends the arrays as little-endian
+bytes; the dtypes below must match it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tierscope.experiment import Experiment
+
+WINDOW_DTYPES: dict[str, str] = {
+    "start_ns": "<u8",
+    "end_ns": "<u8",
+    "precision": "<f8",
+    "recall": "<f8",
+    "f1": "<f8",
+    "reported_hot_bytes": "<u8",
+    "true_hot_bytes": "<u8",
+    "nr_regions": "<u4",
+    "cycles": "<f8",
+}
+SNAPSHOT_DTYPES: dict[str, str] = {
+    "offsets": "<u8",
+    "start_ns": "<u8",
+    "end_ns": "<u8",
+    "start": "<u8",
+    "end": "<u8",
+    "nr_accesses": "<u4",
+    "age": "<u4",
+}
+TRUTH_DTYPES: dict[str, str] = {"offsets": "<u8", "start": "<u8", "end": "<u8"}
+
+Array = npt.NDArray[Any]
+
+
+def _arrays(raw: dict[str, bytes], dtypes: dict[str, str]) -> dict[str, Array]:
+    # frombuffer shares the bytes object's memory: no copy, read-only arrays.
+    return {key: np.frombuffer(raw[key], dtype=dtype) for key, dtype in dtypes.items()}
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """Every snapshot of one monitor, flattened: window `i` owns regions
+    `offsets[i]:offsets[i + 1]` of `start`, `end`, `nr_accesses` and `age`."""
+
+    offsets: Array
+    start_ns: Array
+    end_ns: Array
+    start: Array
+    end: Array
+    nr_accesses: Array
+    age: Array
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def regions(self, i: int) -> dict[str, Array]:
+        """The regions of window `i`: start, end (addresses), nr_accesses, age."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return {
+            "start": self.start[lo:hi],
+            "end": self.end[lo:hi],
+            "nr_accesses": self.nr_accesses[lo:hi],
+            "age": self.age[lo:hi],
+        }
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The truly hot blocks of each window, flattened like `Snapshots`: half-open
+    intervals `[start, end)` of block numbers (address // block_size)."""
+
+    offsets: Array
+    start: Array
+    end: Array
+    block_size: int
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def intervals(self, i: int) -> tuple[Array, Array]:
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.start[lo:hi], self.end[lo:hi]
+
+
+def _finite_or_none(v: Any) -> Any:
+    # metrics.json must be strict JSON, which has no NaN or infinity.
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+@dataclass(frozen=True)
+class MonitorResult:
+    name: str
+    kind: str
+    #: sample, aggr and ops_update, in nanoseconds.
+    intervals: dict[str, int]
+    #: Means after warm-up and totals (precision, recall, f1, cycles, cpu_percent, ...).
+    summary: dict[str, Any]
+    #: Raw cost counters (entries_read, bits_cleared, flushes_page, ...).
+    cost: dict[str, int]
+    #: Counters of the workload's side of the machine (accesses, TLB hits, walks, ...).
+    machine: dict[str, int]
+    #: The workload's modelled slowdown by cause (extra walks, shootdowns, ...).
+    impact: dict[str, Any]
+    #: Per-window series, one array per column (keys of `WINDOW_DTYPES`).
+    windows: dict[str, Array]
+    snapshots: Snapshots
+    truth: Truth
+
+    @property
+    def nr_windows(self) -> int:
+        return len(self.windows["start_ns"])
+
+    def window_records(self) -> list[dict[str, Any]]:
+        """The per-window series as a list of dicts (the layout of metrics.json)."""
+        columns = {k: v.tolist() for k, v in self.windows.items()}
+        return [
+            {k: _finite_or_none(columns[k][i]) for k in columns} for i in range(self.nr_windows)
+        ]
+
+    def metrics(self) -> dict[str, Any]:
+        """This monitor's entry of metrics.json: the summary fields first (precision,
+        recall, f1, cycles, cpu_percent, bits_cleared, entries_read, ...), then kind,
+        intervals, cost, machine, impact and windows."""
+        out: dict[str, Any] = {k: _finite_or_none(v) for k, v in self.summary.items()}
+        out["kind"] = self.kind
+        out["intervals"] = dict(self.intervals)
+        out["cost"] = dict(self.cost)
+        out["machine"] = dict(self.machine)
+        out["impact"] = dict(self.impact)
+        out["windows"] = self.window_records()
+        return out
+
+
+class RunResult:
+    """The outcome of `tierscope.run`: `.metrics` (the metrics.json document) and
+    `.monitors[name]` (a `MonitorResult` with numpy arrays)."""
+
+    def __init__(self, experiment: Experiment, raw: dict[str, Any]) -> None:
+        self.experiment = experiment
+        self.duration_ns: int = raw["duration_ns"]
+        self.block_size: int = raw["block_size"]
+        #: The workload's memory: {"start", "end"} addresses.
+        self.heap: dict[str, int] = raw["heap"]
+        self.mappings: list[dict[str, Any]] = raw["mappings"]
+        self.monitors: dict[str, MonitorResult] = {}
+        for m in raw["monitors"]:
+            snapshots = _arrays(m["snapshots"], SNAPSHOT_DTYPES)
+            truth = _arrays(m["truth"], TRUTH_DTYPES)
+            self.monitors[m["name"]] = MonitorResult(
+                name=m["name"],
+                kind=m["kind"],
+                intervals=m["intervals"],
+                summary=m["summary"],
+                cost=m["cost"],
+                machine=m["machine"],
+                impact=m.get("impact", {}),
+                windows=_arrays(m["windows"], WINDOW_DTYPES),
+                snapshots=Snapshots(**snapshots),
+                truth=Truth(**truth, block_size=self.block_size),
+            )
+        self._metrics: dict[str, Any] | None = None
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The metrics.json document. Keys are stable: more may be added, none renamed."""
+        if self._metrics is None:
+            self._metrics = {
+                "experiment": self.experiment.to_dict(),
+                "duration_ns": self.duration_ns,
+                "block_size": self.block_size,
+                "heap": dict(self.heap),
+                "mappings": self.mappings,
+                "monitors": {name: m.metrics() for name, m in self.monitors.items()},
+            }
+        return self._metrics
+
+    def __repr__(self) -> str:
+        return f"RunResult(experiment={self.experiment.name!r}, monitors={list(self.monitors)})"

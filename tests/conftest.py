@@ -1,0 +1,60 @@
+"""Shared fixtures: a tiny MASIM workload and a helper that runs the CLI as a user would
+(a separate process, so exit codes and stderr are the real ones)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# 64 MiB heap: 8 MiB hot (random loads), the rest never touched after initialisation.
+TINY_MASIM = """\
+# regions
+cold, 56MiB
+hot, 8MiB
+
+# phases
+only phase
+2000
+hot, 1, 4096, 1, ro
+"""
+
+TINY_EXPERIMENT = """\
+name = "tiny"
+seed = 7
+duration = "2s"
+
+[workload]
+masim = "tiny.cfg"
+rate = "1M/s"
+
+[[monitors]]
+preset = "damon-mod"
+
+[[monitors]]
+preset = "telescope-bnd"
+"""
+
+
+def run_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tierscope", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "tiny.cfg").write_text(TINY_MASIM)
+    (tmp_path / "tiny.toml").write_text(TINY_EXPERIMENT)
+    return tmp_path
+
+
+def leftovers(directory: Path, name: str) -> list[Path]:
+    """Temporary siblings a failed run might have left next to its output dir."""
+    return [p for p in directory.iterdir() if p.name.startswith(f".{name}.")]
