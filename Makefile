@@ -33,5 +33,13 @@ test: build
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
-	$(BIN)/ruff check python tests
+	$(BIN)/ruff check python tests scripts
 	$(BIN)/pytest -q tests
+
+# The experiments behind docs/RESULTS.md, run through the CLI, then their tables.
+RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \
+	heap-10g-1m heap-64g-thp telescope-flush
+.PHONY: results
+results: build
+	for e in $(RESULTS); do $(BIN)/tierscope run --quiet experiments/$$e.toml --out runs/$$e || exit 1; done
+	$(BIN)/python scripts/results_table.py $(addprefix runs/,$(RESULTS))

@@ -38,6 +38,34 @@ fn main() {
             s.flushes
         );
     }
+    // TIERSCOPE_WINDOWS=name prints that monitor's per-window series.
+    if let Ok(name) = std::env::var("TIERSCOPE_WINDOWS") {
+        for m in r.monitors.iter().filter(|m| m.name == name) {
+            for (w, s) in m.windows.iter().zip(&m.snapshots) {
+                let hot: Vec<String> = s
+                    .regions
+                    .iter()
+                    .filter(|x| x.nr_accesses >= exp.hot_threshold)
+                    .map(|x| {
+                        format!(
+                            "{:.2}+{:.2}G:{}",
+                            (x.start - r.heap.start) as f64 / (1u64 << 30) as f64,
+                            (x.end - x.start) as f64 / (1u64 << 30) as f64,
+                            x.nr_accesses
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{:>6.1}s p={:.3} r={:.3} n={:>4} {}",
+                    w.end_ns as f64 / 1e9,
+                    w.precision,
+                    w.recall,
+                    w.nr_regions,
+                    hot.join(" ")
+                );
+            }
+        }
+    }
     let accesses: u64 = r.monitors.iter().map(|m| m.machine.accesses).sum();
     eprintln!(
         "wall {secs:.1}s, {accesses} accesses simulated, {:.1} M/s overall",

@@ -1,8 +1,9 @@
 //! Benchmark (not a test): simulated accesses per second of the exact engine, one thread,
 //! random loads over the whole heap. Prints the median of several timed slices.
 //!
-//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS]`
-//! e.g. `-- 64GiB 4KiB 5`.
+//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS] [SLICE_S]`
+//! e.g. `-- 64GiB 4KiB 5`. A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
+//! whose instruction counts do not depend on the machine's load.
 use std::time::Instant;
 use tierscope_core::units::{parse_size, NS_PER_S};
 use tierscope_core::workload::parse_masim;
@@ -16,6 +17,8 @@ fn main() {
     let heap = args.first().map(String::as_str).unwrap_or("64GiB");
     let page = PageSize::parse(args.get(1).map(String::as_str).unwrap_or("4KiB")).unwrap();
     let repeats: usize = args.get(2).map(|s| s.parse().unwrap()).unwrap_or(5);
+    let slice_s: f64 = args.get(3).map(|s| s.parse().unwrap()).unwrap_or(1.0);
+    let slice_ns = (slice_s * NS_PER_S as f64) as u64;
     let bytes = parse_size(heap).expect("a size");
     let spec = parse_masim(&format!(
         "heap, {bytes}\n\np\n1000000\nheap, 1, 4096, 1, ro\n"
@@ -40,16 +43,16 @@ fn main() {
         t0.elapsed().as_secs_f64(),
         engine.page_table_bytes() >> 20
     );
-    // Warm up one simulated second, then time slices of one simulated second each.
-    let mut t = NS_PER_S;
+    // Warm up one slice, then time slices.
+    let mut t = slice_ns;
     engine.advance_to(t);
     let mut rates = vec![];
     for _ in 0..repeats {
         let start = Instant::now();
-        t += NS_PER_S;
+        t += slice_ns;
         engine.advance_to(t);
         engine.take_truth();
-        rates.push(10_000_000.0 / start.elapsed().as_secs_f64());
+        rates.push(slice_s * 1e7 / start.elapsed().as_secs_f64());
     }
     rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let median = rates[rates.len() / 2];

@@ -5,96 +5,140 @@ use crate::config::CacheGeometry;
 
 const INVALID: u64 = u64::MAX;
 
+/// Most ways a cache may have (sets are fixed-size arrays: no allocation, no bounds checks
+/// beyond one on the way count).
+pub const MAX_WAYS: usize = 16;
+
+/// One set: tags and values per way, and the ways in recency order (most recent first),
+/// so the LRU victim is the last entry and no search is needed to find it.
+#[derive(Debug, Clone)]
+struct Set {
+    tags: [u64; MAX_WAYS],
+    values: [u64; MAX_WAYS],
+    order: [u8; MAX_WAYS],
+}
+
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
     ways: usize,
     set_mask: u64,
-    tags: Vec<u64>,
-    values: Vec<u64>,
-    stamps: Vec<u64>,
-    clock: u64,
+    sets: Vec<Set>,
+}
+
+impl Set {
+    /// The recency position of `way`.
+    #[inline(always)]
+    fn position_of(&self, way: usize, ways: usize) -> usize {
+        self.order[..ways]
+            .iter()
+            .position(|&w| w as usize == way)
+            .expect("every way is in the order")
+    }
+
+    /// Moves the way at recency position `pos` to the front.
+    #[inline(always)]
+    fn promote(&mut self, pos: usize) {
+        let way = self.order[pos];
+        self.order.copy_within(0..pos, 1);
+        self.order[0] = way;
+    }
+
+    /// Moves the way at recency position `pos` to position `ways - 1` (next victim).
+    fn demote(&mut self, pos: usize, ways: usize) {
+        let way = self.order[pos];
+        self.order.copy_within(pos + 1..ways, pos);
+        self.order[ways - 1] = way;
+    }
 }
 
 impl SetAssoc {
     pub fn new(g: CacheGeometry) -> Self {
-        let n = g.entries as usize;
+        let ways = g.ways as usize;
+        assert!(
+            ways <= MAX_WAYS,
+            "at most {MAX_WAYS} ways (validated in the config)"
+        );
+        let mut order = [0u8; MAX_WAYS];
+        for (i, o) in order.iter_mut().enumerate() {
+            *o = i as u8;
+        }
+        let empty = Set {
+            tags: [INVALID; MAX_WAYS],
+            values: [0; MAX_WAYS],
+            order,
+        };
         SetAssoc {
-            ways: g.ways as usize,
+            ways,
             set_mask: (g.entries / g.ways) as u64 - 1,
-            tags: vec![INVALID; n],
-            values: vec![0; n],
-            stamps: vec![0; n],
-            clock: 0,
+            sets: vec![empty; (g.entries / g.ways) as usize],
         }
     }
 
     #[inline(always)]
-    fn set_base(&self, set_key: u64) -> usize {
-        ((set_key & self.set_mask) as usize) * self.ways
+    fn set_index(&self, set_key: u64) -> usize {
+        (set_key & self.set_mask) as usize
     }
 
     /// Looks up `tag` in the set chosen by `set_key`; on a hit marks it most recently used
     /// and returns its slot.
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
-        let base = self.set_base(set_key);
-        let way = self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == tag)?;
-        self.clock += 1;
-        self.stamps[base + way] = self.clock;
-        Some(base + way)
+        let si = self.set_index(set_key);
+        let ways = self.ways;
+        let set = &mut self.sets[si];
+        let way = set.tags[..ways].iter().position(|&t| t == tag)?;
+        let pos = set.position_of(way, ways);
+        set.promote(pos);
+        Some(si * MAX_WAYS + way)
     }
 
     #[inline(always)]
     pub fn value(&self, slot: usize) -> u64 {
-        self.values[slot]
+        self.sets[slot / MAX_WAYS].values[slot % MAX_WAYS]
     }
 
     #[inline(always)]
     pub fn set_value(&mut self, slot: usize, value: u64) {
-        self.values[slot] = value;
+        self.sets[slot / MAX_WAYS].values[slot % MAX_WAYS] = value;
     }
 
-    /// Inserts `tag` (known to be absent), evicting the least recently used way. Empty ways
-    /// have stamp 0, so they go first without a separate check.
+    /// Inserts `tag` (known to be absent) into the least recently used way, which empty
+    /// ways always are.
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
-        let base = self.set_base(set_key);
-        let stamps = &self.stamps[base..base + self.ways];
-        let mut victim = 0;
-        let mut oldest = stamps[0];
-        for (way, &s) in stamps.iter().enumerate().skip(1) {
-            if s < oldest {
-                oldest = s;
-                victim = way;
-            }
-        }
-        self.clock += 1;
-        self.tags[base + victim] = tag;
-        self.values[base + victim] = value;
-        self.stamps[base + victim] = self.clock;
+        let si = self.set_index(set_key);
+        let last = self.ways - 1;
+        let set = &mut self.sets[si];
+        let victim = set.order[last] as usize;
+        set.tags[victim] = tag;
+        set.values[victim] = value;
+        set.promote(last);
     }
 
-    /// Drops `tag` if cached.
+    /// Drops `tag` if cached; its way becomes the next victim.
     pub fn invalidate(&mut self, set_key: u64, tag: u64) {
-        let base = self.set_base(set_key);
-        for slot in base..base + self.ways {
-            if self.tags[slot] == tag {
-                self.tags[slot] = INVALID;
-                self.stamps[slot] = 0;
-            }
+        let si = self.set_index(set_key);
+        let ways = self.ways;
+        let set = &mut self.sets[si];
+        if let Some(way) = set.tags[..ways].iter().position(|&t| t == tag) {
+            set.tags[way] = INVALID;
+            let pos = set.position_of(way, ways);
+            set.demote(pos, ways);
         }
     }
 
     pub fn invalidate_all(&mut self) {
-        self.tags.fill(INVALID);
-        self.stamps.fill(0);
+        for set in &mut self.sets {
+            set.tags.fill(INVALID);
+        }
     }
 
     /// Number of valid entries (for tests and statistics).
     pub fn occupancy(&self) -> usize {
-        self.tags.iter().filter(|&&t| t != INVALID).count()
+        self.sets
+            .iter()
+            .map(|s| s.tags.iter().filter(|&&t| t != INVALID).count())
+            .sum()
     }
 }
 
