@@ -8,7 +8,7 @@ The public API, which the `tierscope` CLI uses itself:
     result.monitors["telescope-bnd"].windows["recall"]            # numpy array
 """
 
-from tierscope._core import Cancelled, ConfigError, RunError
+from tierscope._core import Cancelled, ConfigError, RunError, Unavailable
 from tierscope._core import __version__ as __version__
 from tierscope.experiment import Experiment, load_experiment
 from tierscope.output import OutputError
@@ -25,6 +25,7 @@ __all__ = [
     "RunResult",
     "Snapshots",
     "Truth",
+    "Unavailable",
     "load_experiment",
     "run",
 ]

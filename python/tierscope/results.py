@@ -110,6 +110,9 @@ class MonitorResult:
     machine: dict[str, int]
     #: The workload's modelled slowdown by cause (extra walks, shootdowns, ...).
     impact: dict[str, Any]
+    #: Real CPU time of the monitor's wake-ups on the run thread, ns, on the kvm engine
+    #: (0 on the simulated engines, whose outputs stay reproducible).
+    monitor_cpu_ns: int
     #: Per-window series, one array per column (keys of `WINDOW_DTYPES`).
     windows: dict[str, Array]
     snapshots: Snapshots
@@ -129,13 +132,14 @@ class MonitorResult:
     def metrics(self) -> dict[str, Any]:
         """This monitor's entry of metrics.json: the summary fields first (precision,
         recall, f1, cycles, cpu_percent, bits_cleared, entries_read, ...), then kind,
-        intervals, cost, machine, impact and windows."""
+        intervals, cost, machine, impact, monitor_cpu_ns and windows."""
         out: dict[str, Any] = {k: _finite_or_none(v) for k, v in self.summary.items()}
         out["kind"] = self.kind
         out["intervals"] = dict(self.intervals)
         out["cost"] = dict(self.cost)
         out["machine"] = dict(self.machine)
         out["impact"] = dict(self.impact)
+        out["monitor_cpu_ns"] = self.monitor_cpu_ns
         out["windows"] = self.window_records()
         return out
 
@@ -163,6 +167,7 @@ class RunResult:
                 cost=m["cost"],
                 machine=m["machine"],
                 impact=m.get("impact", {}),
+                monitor_cpu_ns=m.get("monitor_cpu_ns", 0),
                 windows=_arrays(m["windows"], WINDOW_DTYPES),
                 snapshots=Snapshots(**snapshots),
                 truth=Truth(**truth, block_size=self.block_size),

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Work done by one monitor. The machine counts the page-table operations (so a monitor
 /// cannot forget one); the monitor counts its own bookkeeping.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CostCounters {
     /// Page-table entries whose ACCESSED (or DIRTY) bit was read, including test-and-clear.
     pub entries_read: u64,
@@ -25,6 +26,18 @@ pub struct CostCounters {
     pub random_draws: u64,
     pub regions_split: u64,
     pub regions_merged: u64,
+    /// PMU (PEBS) interrupts taken on the workload's cores.
+    pub pmu_interrupts: u64,
+    /// PMU samples processed (decoded, binned) by the monitor.
+    pub pmu_samples: u64,
+    /// PMU samples the kernel's throttling suppressed (no cost; for reports).
+    pub pmu_throttled: u64,
+    /// Per-page history updates of a linear scan.
+    pub scan_pages: u64,
+    /// Batches of a linear scan (each: take the mm lock, start a page-range walk).
+    pub scan_batches: u64,
+    /// Sleeps between batches (timer set-up, switch out and back in).
+    pub scan_sleeps: u64,
 }
 
 impl CostCounters {
@@ -39,6 +52,12 @@ impl CostCounters {
         self.random_draws += o.random_draws;
         self.regions_split += o.regions_split;
         self.regions_merged += o.regions_merged;
+        self.pmu_interrupts += o.pmu_interrupts;
+        self.pmu_samples += o.pmu_samples;
+        self.pmu_throttled += o.pmu_throttled;
+        self.scan_pages += o.scan_pages;
+        self.scan_batches += o.scan_batches;
+        self.scan_sleeps += o.scan_sleeps;
     }
 }
 
@@ -69,6 +88,17 @@ pub struct CostModel {
     pub region_split: f64,
     /// Merging two regions (weighted averages + free).
     pub region_merge: f64,
+    /// One PEBS interrupt on a workload core: NMI entry/exit, draining the PEBS record,
+    /// writing the perf ring buffer. It runs on the workload's core, not the monitor's.
+    pub pmu_interrupt: f64,
+    /// Reading one sample from the perf ring buffer and adding it to its bin.
+    pub pmu_sample: f64,
+    /// Updating one page's scan history (shift in the bit, recount).
+    pub scan_page: f64,
+    /// Starting one scan batch (mmap lock, walk set-up).
+    pub scan_batch: f64,
+    /// Going to sleep and waking up again between batches.
+    pub scan_sleep: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -85,6 +115,11 @@ impl Default for CostModel {
             random_draw: 20.0,
             region_split: 400.0,
             region_merge: 250.0,
+            pmu_interrupt: 4_200.0,
+            pmu_sample: 200.0,
+            scan_page: 30.0,
+            scan_batch: 2_000.0,
+            scan_sleep: 5_000.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -101,6 +136,22 @@ impl CostModel {
             + c.random_draws as f64 * self.random_draw
             + c.regions_split as f64 * self.region_split
             + c.regions_merged as f64 * self.region_merge
+            + c.pmu_interrupts as f64 * self.pmu_interrupt
+            + c.pmu_samples as f64 * self.pmu_sample
+            + c.scan_pages as f64 * self.scan_page
+            + c.scan_batches as f64 * self.scan_batch
+            + c.scan_sleeps as f64 * self.scan_sleep
+    }
+
+    /// The cycles of `c` spent on the workload's own cores (PMU interrupts) rather than
+    /// on a monitoring thread.
+    pub fn workload_core_cycles(&self, c: &CostCounters) -> f64 {
+        c.pmu_interrupts as f64 * self.pmu_interrupt
+    }
+
+    /// Nanoseconds `cycles` take at `cpu_hz`.
+    pub fn nanos(&self, cycles: f64) -> f64 {
+        cycles / self.cpu_hz * 1e9
     }
 
     /// Share of one core, in percent, spent over `elapsed_ns` of simulated time.

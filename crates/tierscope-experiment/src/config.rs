@@ -263,6 +263,21 @@ pub fn parse_experiment(
                 ),
             ));
         }
+        if matches!(entry.config, MonitorConfig::Pml(_))
+            && file.machine.engine != tierscope_sim::config::EngineKind::Kvm
+        {
+            return Err(err(
+                line,
+                format!(
+                    "monitors[{i}].type: `pml` reads KVM's dirty log and needs \
+                     `engine = \"kvm\"` in [machine] (engine is `{}`)",
+                    serde_json::to_value(file.machine.engine)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                ),
+            ));
+        }
         monitors.push(entry);
     }
 
@@ -420,6 +435,25 @@ sample = "10ms"
                 .starts_with("exp.toml:11: monitors[0]: preset"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn pml_and_machine_kvm_need_the_kvm_engine() {
+        let pml = GOOD.replace("preset = \"damon-mod\"", "preset = \"pml\"");
+        let e = parse(&pml).unwrap_err();
+        assert_eq!(e.line, Some(11), "{e}");
+        assert!(
+            e.message.contains("pml") && e.message.contains("engine = \"kvm\""),
+            "{e}"
+        );
+        let kvm = "[machine]\nengine = \"kvm\"\n[machine.kvm]\nprefault = false\n\n[workload]";
+        let e = parse(&pml.replace("[workload]", kvm)).unwrap();
+        assert!(!e.machine.kvm_options().prefault);
+        assert!(e.machine.kvm_options().execute_flushes);
+        assert_eq!(e.monitors[0].config.kind(), "pml");
+        let exact = kvm.replace("\"kvm\"", "\"exact\"");
+        let e = parse(&GOOD.replace("[workload]", &exact)).unwrap_err();
+        assert!(e.message.contains("machine.kvm"), "{e}");
     }
 
     #[test]

@@ -135,6 +135,8 @@ pub fn summarize(
         regions_merged: cost.regions_merged,
         windows_evaluated: used.len() as u32,
         mean_nr_regions: mean(&|w| w.nr_regions as f64),
+        // Filled in by the runner once the baseline is known (crate::impact).
+        app_slowdown: 0.0,
     }
 }
 

@@ -2,7 +2,9 @@
 //! evaluation of their snapshots against the ground truth.
 
 pub mod config;
+pub mod engine;
 pub mod evaluate;
+pub mod impact;
 pub mod result;
 pub mod run;
 

@@ -41,6 +41,8 @@ pub struct Summary {
     /// Windows that entered the means.
     pub windows_evaluated: u32,
     pub mean_nr_regions: f64,
+    /// The application's modelled slowdown, a fraction of its runtime (crate::impact).
+    pub app_slowdown: f64,
 }
 
 /// Everything one monitor's run produced.
@@ -56,6 +58,12 @@ pub struct MonitorRun {
     pub summary: Summary,
     pub cost: CostCounters,
     pub machine: MachineStats,
+    /// `summary.app_slowdown` by cause.
+    pub impact: crate::impact::Impact,
+    /// Real CPU time the run thread spent in the monitor's wake-ups (CLOCK_THREAD_CPUTIME_ID),
+    /// ns, on the kvm engine (host flushes included); 0 on the simulated engines, whose
+    /// outputs stay reproducible byte for byte.
+    pub monitor_cpu_ns: u64,
 }
 
 /// A whole experiment's outcome.

@@ -3,12 +3,12 @@
 
 use crate::config::Experiment;
 use crate::evaluate;
+use crate::impact::{self, ImpactModel};
 use crate::result::{MonitorRun, Progress, RunResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use tierscope_core::rng::Rng;
-use tierscope_core::{AddrRange, Mapping};
-use tierscope_sim::WorkloadParams;
+use tierscope_core::{AddrRange, MachineStats, Mapping};
+use tierscope_monitors::config::{FlushPolicy, MonitorConfig};
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub enum RunError {
     Cancelled,
     /// The engine could not be built or failed.
     Engine(String),
+    /// The engine cannot run on this host (no /dev/kvm, a missing capability): one line.
+    Unavailable(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -24,6 +26,7 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Cancelled => f.write_str("run cancelled"),
             RunError::Engine(m) => f.write_str(m),
+            RunError::Unavailable(m) => write!(f, "the kvm engine cannot run here: {m}"),
         }
     }
 }
@@ -43,17 +46,41 @@ pub fn run_experiment(
     max_threads: usize,
 ) -> Result<RunResult, RunError> {
     let n = exp.monitors.len();
+    // A run of the same access stream with no monitor, to count the walks flushes add
+    // (only needed when some monitor flushes: otherwise the walks are identical).
+    // A real machine (kvm) runs in real time and counts no walks: no baseline, and one
+    // monitor at a time (each VM would take the other's cores).
+    crate::engine::check_available(exp)?;
+    let real = crate::engine::is_real(exp);
+    let baseline_job = !real && exp.monitors.iter().any(|m| may_flush(&m.config));
+    let jobs = n + baseline_job as usize;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let threads = if max_threads == 0 { cores } else { max_threads }.clamp(1, n);
+    let threads = if real {
+        1
+    } else if max_threads == 0 {
+        cores
+    } else {
+        max_threads
+    }
+    .clamp(1, jobs);
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<OneRun, RunError>>>> =
         Mutex::new((0..n).map(|_| None).collect());
+    let baseline: Mutex<Option<Result<MachineStats, RunError>>> = Mutex::new(None);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
+                if i >= jobs {
                     break;
+                }
+                if i == n {
+                    let r = run_baseline(exp, progress);
+                    if r.is_err() {
+                        progress.cancel();
+                    }
+                    *baseline.lock().expect("no panics while holding the lock") = Some(r);
+                    continue;
                 }
                 let r = run_monitor(exp, i, progress);
                 if r.is_err() {
@@ -63,9 +90,24 @@ pub fn run_experiment(
             });
         }
     });
+    let baseline = baseline.into_inner().expect("threads joined").transpose()?;
     let mut runs = vec![];
     for slot in slots.into_inner().expect("threads joined") {
         runs.push(slot.expect("every monitor ran")?);
+    }
+    let model = ImpactModel::default();
+    for r in &mut runs {
+        let m = &mut r.run;
+        m.impact = impact::app_slowdown(
+            &model,
+            &exp.cost,
+            &m.cost,
+            &m.machine,
+            baseline.as_ref(),
+            exp.workload.threads,
+            exp.duration_ns,
+        );
+        m.summary.app_slowdown = m.impact.total;
     }
     let heap = runs[0].heap;
     let mappings = runs[0].mappings.clone();
@@ -78,26 +120,42 @@ pub fn run_experiment(
     })
 }
 
+/// Whether a monitor configuration can flush translations.
+fn may_flush(config: &MonitorConfig) -> bool {
+    match config {
+        MonitorConfig::Damon(c) => c.flush == FlushPolicy::All,
+        MonitorConfig::Telescope(c) => c.flush != FlushPolicy::None,
+        // Scan (by default), PEBS and the others never flush.
+        MonitorConfig::Scan(c) => c.flush == FlushPolicy::All,
+        _ => false,
+    }
+}
+
+/// The workload alone: the machine counters of the identical access stream, unmonitored.
+fn run_baseline(exp: &Experiment, progress: &Progress) -> Result<MachineStats, RunError> {
+    let mut engine = crate::engine::build_engine(exp)?;
+    // In steps, so that a cancel is noticed.
+    let step = 100_000_000;
+    let mut t = 0;
+    while t < exp.duration_ns {
+        t = (t + step).min(exp.duration_ns);
+        engine.advance_to(t);
+        if progress.cancelled() {
+            return Err(RunError::Cancelled);
+        }
+    }
+    Ok(engine.stats())
+}
+
 fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<OneRun, RunError> {
     let entry = &exp.monitors[index];
-    let params = WorkloadParams {
-        spec: &exp.workload.spec,
-        rate: exp.workload.rate,
-        threads: exp.workload.threads,
-        seed: exp.seed,
-        block_size: exp.block_size,
-        truth_threshold: exp.truth_threshold,
-    };
-    let mut engine =
-        tierscope_sim::build_engine(&exp.machine, &params).map_err(RunError::Engine)?;
-    let mut monitor = tierscope_monitors::build(
-        &entry.config,
-        Rng::for_stream(exp.seed, &format!("monitor/{}", entry.name)),
-    );
+    let (mut engine, mut monitor) = crate::engine::build(exp, index)?;
     let mut snapshots = vec![];
     let mut truth = vec![];
     let mut window_cycles = vec![];
     let mut cycles_before = 0.0;
+    let mut monitor_cpu_ns = 0u64;
+    let real = crate::engine::is_real(exp);
     loop {
         let t = monitor.next_wakeup();
         if t > exp.duration_ns {
@@ -108,7 +166,13 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         if progress.cancelled() {
             return Err(RunError::Cancelled);
         }
-        if let Some(snapshot) = monitor.wake(engine.as_machine()) {
+        // Measured on a real machine only: simulated runs stay byte-for-byte reproducible.
+        let cpu0 = if real { thread_cpu_ns() } else { 0 };
+        let woke = monitor.wake(engine.as_machine());
+        if real {
+            monitor_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
+        }
+        if let Some(snapshot) = woke {
             truth.push(engine.take_truth());
             let cycles = exp.cost.cycles(engine.as_machine().cost());
             window_cycles.push(cycles - cycles_before);
@@ -142,8 +206,136 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
             summary,
             cost,
             machine: engine.stats(),
+            impact: Default::default(),
+            monitor_cpu_ns,
         },
         heap,
         mappings,
     })
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{parse_experiment, Format};
+    use std::path::Path;
+
+    /// `hot` random loads in a heap of 1 GiB + `hot` + 1 GiB, at 2 M accesses/s for 3 s.
+    fn run(page_size: &str, hot: &str, monitors: &str) -> (Experiment, RunResult) {
+        let text = format!(
+            r#"
+duration = "3s"
+warmup = "1s"
+[machine]
+page_size = "{page_size}"
+[workload]
+rate = "2M/s"
+regions = [
+    {{ name = "cold_top", size = "1GiB" }},
+    {{ name = "hot", size = "{hot}" }},
+    {{ name = "cold_bottom", size = "1GiB" }},
+]
+phases = [{{ name = "p", duration = "3s", patterns = [{{ region = "hot", kind = "random", mode = "ro" }}] }}]
+{monitors}"#
+        );
+        let exp = parse_experiment(&text, "test", Path::new("."), Format::Toml).unwrap();
+        let r =
+            run_experiment(&exp, &Progress::new(exp.monitors.len(), exp.duration_ns), 0).unwrap();
+        (exp, r)
+    }
+
+    #[test]
+    fn huge_pages_are_profiled_and_reported_at_the_pmd() {
+        let monitors = r#"
+[[monitors]]
+preset = "scan-agg"
+[[monitors]]
+preset = "damon-mod"
+[[monitors]]
+preset = "telescope-bnd"
+"#;
+        // 4 GiB of 2 MiB pages: more than the STLB's 1536 entries reach, so translations
+        // turn over and re-set the cleared bits (a hot set the STLB holds stays "cold"
+        // without flushes: docs/BASELINES.md, the flush question).
+        let (_, r) = run("2MiB", "4GiB", monitors);
+        for m in &r.monitors {
+            let s = &m.summary;
+            assert!(
+                s.precision >= 0.9 && s.recall >= 0.9,
+                "{}: {} / {}",
+                m.name,
+                s.precision,
+                s.recall
+            );
+            assert!(m.cost.bits_cleared > 0, "{}: PMD bits were read", m.name);
+        }
+        // The scan's regions on the heap are whole 2 MiB pages, and a pass clears one
+        // entry per 2 MiB page of the heap (plus the 4 KiB pages of the other mappings).
+        let scan = &r.monitors[0];
+        let huge = |a: u64| a.is_multiple_of(2 << 20);
+        for s in &scan.snapshots {
+            for reg in s.regions.iter().filter(|x| r.heap.contains(x.start)) {
+                assert!(huge(reg.start) && huge(reg.end), "{reg:?}");
+            }
+        }
+        let leaves: u64 = r
+            .mappings
+            .iter()
+            .map(|m| m.range.len() / m.page_size.bytes())
+            .sum();
+        assert_eq!(leaves, 6 * 512 + (28 << 20) / 4096);
+        let passes = scan.snapshots.len() as u64 + 1;
+        assert!(
+            scan.cost.clear_ops >= passes * leaves && scan.cost.clear_ops < (passes + 1) * leaves,
+            "{} clears, {passes} passes of {leaves}",
+            scan.cost.clear_ops
+        );
+    }
+
+    #[test]
+    fn app_slowdown_charges_flush_walks_and_pmu_interrupts() {
+        let monitors = r#"
+[[monitors]]
+preset = "telescope-bnd"
+name = "none"
+flush = "none"
+[[monitors]]
+preset = "telescope-bnd"
+name = "all"
+flush = "all"
+[[monitors]]
+preset = "pebs-agg"
+"#;
+        let (exp, r) = run("4KiB", "16MiB", monitors);
+        let (none, all, pebs) = (&r.monitors[0], &r.monitors[1], &r.monitors[2]);
+        // Clearing without flushing leaves the walks exactly as without a monitor.
+        assert_eq!(none.impact.extra_walks, 0);
+        assert_eq!(none.impact.shootdowns, 0.0);
+        assert!(all.impact.extra_walks > 0 && all.impact.shootdowns > 0.0);
+        assert!(all.summary.app_slowdown > none.summary.app_slowdown);
+        // PEBS: every interrupt's cycles, as a share of the workload's time.
+        let want = pebs.cost.pmu_interrupts as f64 * exp.cost.pmu_interrupt
+            / (exp.cost.cpu_hz * exp.duration_ns as f64 * 1e-9);
+        assert!((pebs.impact.pmu - want).abs() < 1e-12);
+        // About 10 kHz for 3 s once the period has adapted.
+        assert!(
+            (27_000..=31_000).contains(&pebs.cost.pmu_interrupts),
+            "{}",
+            pebs.cost.pmu_interrupts
+        );
+    }
 }

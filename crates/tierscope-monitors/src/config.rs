@@ -2,8 +2,8 @@
 //! the named presets of the Telescope paper.
 
 use serde::{Deserialize, Serialize};
-use tierscope_core::units::{Duration, NS_PER_MS, NS_PER_S};
-use tierscope_core::Level;
+use tierscope_core::units::{Duration, Rate, Size, NS_PER_MS, NS_PER_S};
+use tierscope_core::{Level, PmuEvent};
 
 /// Every monitor tierscope has, by its `type` tag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -11,6 +11,11 @@ use tierscope_core::Level;
 pub enum MonitorConfig {
     Damon(DamonConfig),
     Telescope(TelescopeConfig),
+    Scan(ScanConfig),
+    Pebs(PebsConfig),
+    /// KVM dirty logging (engine `kvm` only): built by tierscope-experiment, which owns
+    /// the KVM engine (`tierscope_kvm::pml::PmlMonitor`).
+    Pml(PmlConfig),
 }
 
 impl MonitorConfig {
@@ -28,22 +33,55 @@ impl MonitorConfig {
                 ..TelescopeConfig::default()
             })
         };
+        // The paper's Figure 3: sleep 0 / 10 / 100 ms after every 256 MiB batch.
+        let scan = |sleep_ms| {
+            MonitorConfig::Scan(ScanConfig {
+                sleep: Duration(sleep_ms * NS_PER_MS),
+                ..ScanConfig::default()
+            })
+        };
+        // Section 6.1.1: perf at 5 kHz (moderate) and 10 kHz (aggressive).
+        let pebs = |hz| {
+            MonitorConfig::Pebs(PebsConfig {
+                frequency: Rate(hz),
+                ..PebsConfig::default()
+            })
+        };
         Some(match name {
             "damon-mod" => damon(5),
             "damon-agg" => damon(1),
             "telescope-bnd" => telescope(Variant::Bounded),
             "telescope-flx" => telescope(Variant::Flex),
+            "scan-agg" => scan(0),
+            "scan-mod" => scan(10),
+            "scan-cons" => scan(100),
+            "pebs-mod" => pebs(5_000),
+            "pebs-agg" => pebs(10_000),
+            "pml" => MonitorConfig::Pml(PmlConfig::default()),
             _ => return None,
         })
     }
 
-    pub const PRESETS: [&'static str; 4] =
-        ["damon-mod", "damon-agg", "telescope-bnd", "telescope-flx"];
+    pub const PRESETS: [&'static str; 10] = [
+        "damon-mod",
+        "damon-agg",
+        "telescope-bnd",
+        "telescope-flx",
+        "scan-agg",
+        "scan-mod",
+        "scan-cons",
+        "pebs-mod",
+        "pebs-agg",
+        "pml",
+    ];
 
     pub fn kind(&self) -> &'static str {
         match self {
             MonitorConfig::Damon(_) => "damon",
             MonitorConfig::Telescope(_) => "telescope",
+            MonitorConfig::Scan(_) => "scan",
+            MonitorConfig::Pebs(_) => "pebs",
+            MonitorConfig::Pml(_) => "pml",
         }
     }
 
@@ -54,6 +92,9 @@ impl MonitorConfig {
                 c.attrs().validate()?;
                 c.flex_threshold.validate()
             }
+            MonitorConfig::Scan(c) => c.validate(),
+            MonitorConfig::Pebs(c) => c.validate(),
+            MonitorConfig::Pml(c) => c.validate(),
         }
     }
 }
@@ -108,6 +149,9 @@ pub struct DamonConfig {
     pub ops_update: Duration,
     pub min_nr_regions: u32,
     pub max_nr_regions: u32,
+    /// Flush after clearing (the kernel never does: `none`). DAMON clears only leaves, so
+    /// `upper` behaves as `none` and `all` flushes every cleared leaf's page.
+    pub flush: FlushPolicy,
 }
 
 impl Default for DamonConfig {
@@ -118,6 +162,7 @@ impl Default for DamonConfig {
             ops_update: Duration(NS_PER_S),
             min_nr_regions: 10,
             max_nr_regions: 1000,
+            flush: FlushPolicy::None,
         }
     }
 }
@@ -259,5 +304,183 @@ impl TelescopeConfig {
             min_nr_regions: self.min_nr_regions,
             max_nr_regions: self.max_nr_regions,
         }
+    }
+}
+
+/// Linear accessed-bit scanning (kstaled, idle page tracking, the Telescope paper's
+/// section 3.1 strawman): test-and-clear every mapped leaf entry, `batch` bytes at a time,
+/// sleeping `sleep` between batches. One full pass is one aggregation window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScanConfig {
+    /// Bytes of mappings scanned before each sleep (paper: 256 MB).
+    pub batch: Size,
+    /// Sleep after each batch (paper: 0 / 10 / 100 ms).
+    pub sleep: Duration,
+    /// What a sleep costs beyond its length: msleep() rounds up by one jiffy (HZ=1000) and
+    /// the wake-up waits for the scheduler. Default 2.5 ms, from the paper's Figure 3
+    /// (aggressive mode, "0 ms", ran at 49.2% of a core: 2.7 ms of every 5.4 ms batch off
+    /// the CPU).
+    pub sleep_slack: Duration,
+    /// Scans of history kept per page (1..=8); a page's nr_accesses is the number of those
+    /// scans that found it accessed.
+    pub history: u32,
+    /// `none` (default; the kernel's young-bit clearing on x86) or `all`: one full TLB
+    /// flush after every batch that cleared a bit (`upper` is the same as `none`: a scan
+    /// clears only leaves).
+    pub flush: FlushPolicy,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        ScanConfig {
+            batch: Size(256 << 20),
+            sleep: Duration(10 * NS_PER_MS),
+            sleep_slack: Duration(2_500_000),
+            history: 4,
+            flush: FlushPolicy::None,
+        }
+    }
+}
+
+impl ScanConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.batch.0 < 4096 {
+            return Err(format!(
+                "batch: must be at least 4KiB, got {} bytes",
+                self.batch.0
+            ));
+        }
+        if !(1..=8).contains(&self.history) {
+            return Err(format!("history: must be 1..=8, got {}", self.history));
+        }
+        if self.sleep.0 + self.sleep_slack.0 == 0 {
+            return Err("sleep + sleep_slack: must be positive (a scan must yield)".into());
+        }
+        Ok(())
+    }
+}
+
+/// PEBS through perf: every `period`-th qualifying event records its address; in
+/// frequency mode (no `period`) the period adapts so that about `frequency` samples per
+/// second are taken, as perf's `-F` does. Linux's throttling applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PebsConfig {
+    /// Target samples per second per event (perf -F; paper: 5 kHz and 10 kHz).
+    pub frequency: Rate,
+    /// A fixed sample-after value instead (perf -c); overrides `frequency`.
+    pub period: Option<u64>,
+    pub event: PmuEvent,
+    /// The window samples are aggregated over (one snapshot each).
+    pub aggr: Duration,
+    /// Samples are counted per aligned bin of this size (paper: 2 MB).
+    pub bin: Size,
+    /// The kernel's tick (HZ=1000): throttling and the frequency adjustment act per tick.
+    pub tick: Duration,
+    /// kernel.perf_event_max_sample_rate.
+    pub max_sample_rate: u64,
+    /// kernel.perf_cpu_time_max_percent.
+    pub cpu_time_max_percent: u32,
+    /// How long one interrupt takes, as the kernel measures it for the throttle (keep it
+    /// equal to `cost.pmu_interrupt / cost.cpu_hz`: 4200 cycles at 2.1 GHz = 2 us).
+    pub interrupt: Duration,
+}
+
+impl Default for PebsConfig {
+    fn default() -> Self {
+        PebsConfig {
+            frequency: Rate(5_000),
+            period: None,
+            event: PmuEvent::LoadsAndStores,
+            aggr: Duration(200 * NS_PER_MS),
+            bin: Size(2 << 20),
+            tick: Duration(NS_PER_MS),
+            max_sample_rate: 100_000,
+            cpu_time_max_percent: 25,
+            interrupt: Duration(2_000),
+        }
+    }
+}
+
+impl PebsConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.period.is_none() && self.frequency.0 == 0 {
+            return Err("frequency: must be positive (or give a period)".into());
+        }
+        if self.period.is_none() && self.frequency.0 > self.max_sample_rate {
+            // perf_event_open fails with EINVAL, as the kernel does.
+            return Err(format!(
+                "frequency: {} Hz exceeds max_sample_rate ({} Hz)",
+                self.frequency.0, self.max_sample_rate
+            ));
+        }
+        if self.period == Some(0) {
+            return Err("period: must be positive".into());
+        }
+        if self.bin.0 < 4096 || !self.bin.0.is_power_of_two() {
+            return Err(format!(
+                "bin: must be a power of two of at least 4KiB, got {} bytes",
+                self.bin.0
+            ));
+        }
+        if self.tick.0 == 0 || self.aggr.0 < self.tick.0 {
+            return Err("tick: must be positive and aggr at least one tick".into());
+        }
+        if self.max_sample_rate == 0 || self.cpu_time_max_percent > 100 {
+            return Err("max_sample_rate must be positive, cpu_time_max_percent <= 100".into());
+        }
+        Ok(())
+    }
+}
+
+/// Write logging through KVM's dirty log (what Intel PML logs in hardware; vmmload): each
+/// window, the 4 KiB pages the guest wrote, reported per 2 MiB block (`nr_accesses` =
+/// pages written), classified hot / warm / cold by an EMA. Only with `engine = "kvm"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PmlConfig {
+    /// Harvest and aggregation window (vmmload: 250 ms).
+    pub window: Duration,
+    /// EMA weight of the newest window (0 < alpha <= 1).
+    pub alpha: f64,
+    /// A block is hot when its EMA of pages written per window reaches this.
+    pub hot_pages: f64,
+    /// A block is cold after this long without writes (otherwise warm).
+    pub cold_after: Duration,
+    /// Also detect reads through the page-table pages the MMU dirtied (vmmload).
+    pub read_detection: bool,
+}
+
+impl Default for PmlConfig {
+    fn default() -> Self {
+        PmlConfig {
+            window: Duration(250 * NS_PER_MS),
+            alpha: 0.5,
+            hot_pages: 32.0,
+            cold_after: Duration(2 * NS_PER_S),
+            read_detection: false,
+        }
+    }
+}
+
+impl PmlConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.window.0 == 0 {
+            return Err("window: must be positive".into());
+        }
+        if !(self.alpha > 0.0 && self.alpha <= 1.0) {
+            return Err(format!(
+                "alpha: expected 0 < alpha <= 1, got {}",
+                self.alpha
+            ));
+        }
+        if self.hot_pages.is_nan() || self.hot_pages <= 0.0 {
+            return Err(format!(
+                "hot_pages: must be positive, got {}",
+                self.hot_pages
+            ));
+        }
+        Ok(())
     }
 }

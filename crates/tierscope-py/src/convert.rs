@@ -8,6 +8,7 @@
 //! ```text
 //! {"duration_ns", "block_size", "heap": {"start", "end"}, "mappings": [...],
 //!  "monitors": [{"name", "kind", "intervals", "summary", "cost", "machine", "impact",
+//!                "monitor_cpu_ns",
 //!                "windows":   {"start_ns", "end_ns", "precision", "recall", "f1",
 //!                              "reported_hot_bytes", "true_hot_bytes", "nr_regions",
 //!                              "cycles"},
@@ -152,6 +153,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "cost": m.cost,
             "machine": m.machine,
             "impact": m.impact,
+            "monitor_cpu_ns": m.monitor_cpu_ns,
         })).collect::<Vec<_>>(),
     });
     let loads = py.import("json")?.getattr("loads")?;

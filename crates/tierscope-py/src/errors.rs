@@ -18,6 +18,13 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     tierscope,
+    Unavailable,
+    RunError,
+    "The experiment's engine cannot run on this host (the kvm engine without /dev/kvm or a \
+     KVM capability it needs). `str(e)` is one line naming the reason; the CLI exits 2."
+);
+pyo3::create_exception!(
+    tierscope,
     Cancelled,
     RunError,
     "A run stopped because `cancel()` was called (for example on Ctrl-C)."
@@ -50,6 +57,9 @@ pub fn run_error(f: Failure) -> PyErr {
         }
         Failure::Run(e @ tierscope_experiment::RunError::Engine(_)) => {
             RunError::new_err(e.to_string())
+        }
+        Failure::Run(e @ tierscope_experiment::RunError::Unavailable(_)) => {
+            Unavailable::new_err(e.to_string())
         }
         Failure::Panic(m) => RunError::new_err(format!(
             "internal error (a bug in tierscope, please report it): {m}"

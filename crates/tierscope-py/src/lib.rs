@@ -13,16 +13,25 @@ mod run;
 
 use pyo3::prelude::*;
 
+/// None when the kvm engine can run on this host, else the one-line reason (no /dev/kvm,
+/// a missing capability).
+#[pyfunction]
+fn kvm_unavailable() -> Option<String> {
+    tierscope_experiment::engine::kvm_unavailable()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
     m.add("RunError", py.get_type::<errors::RunError>())?;
     m.add("Cancelled", py.get_type::<errors::Cancelled>())?;
+    m.add("Unavailable", py.get_type::<errors::Unavailable>())?;
     m.add_class::<experiment::PyExperiment>()?;
     m.add_class::<run::RunHandle>()?;
     m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
+    m.add_function(wrap_pyfunction!(kvm_unavailable, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,6 +10,43 @@ pub enum EngineKind {
     /// Every access goes through TLBs, paging-structure caches and the page walker.
     #[default]
     Exact,
+    /// No access is executed: bits are drawn from the access-rate density of the current
+    /// phase and the caches' miss probabilities (docs/FIDELITY.md). Terabyte and petabyte
+    /// heaps in seconds; agrees with `exact` within the tolerances FIDELITY.md states.
+    Stat,
+    /// A real machine: the workload runs in a KVM micro-VM whose page tables the host
+    /// built, in real time; monitors read and clear the real ACCESSED and DIRTY bits
+    /// (docs/KVM.md). Built by tierscope-experiment (crate tierscope-kvm); needs /dev/kvm.
+    Kvm,
+}
+
+/// Options of the KVM engine, the `[machine.kvm]` table (docs/KVM.md). Only for
+/// `engine = "kvm"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KvmOptions {
+    /// Executes the monitors' flush requests (a host-side zap of KVM's shadow page tables:
+    /// milliseconds each, plus the guest's re-faults); false only counts them. Default true.
+    pub execute_flushes: bool,
+    /// Backs the regions some pattern accesses with host memory before the guest starts,
+    /// so the guest runs at speed from the start. Default true.
+    pub prefault: bool,
+    /// Paces each vCPU at `workload.rate` accesses per real second; false runs the guest
+    /// as fast as it can (the rate reached is in the machine stats). Default true.
+    pub paced: bool,
+    /// Accesses per pattern choice (masim's default 131072).
+    pub batch: u64,
+}
+
+impl Default for KvmOptions {
+    fn default() -> Self {
+        KvmOptions {
+            execute_flushes: true,
+            prefault: true,
+            paced: true,
+            batch: 131_072,
+        }
+    }
 }
 
 /// Size and associativity of one translation cache.
@@ -26,7 +63,7 @@ impl CacheGeometry {
     }
 
     pub fn validate(&self, field: &str) -> Result<(), String> {
-        if self.entries == 0 || self.ways == 0 || self.entries % self.ways != 0 {
+        if self.entries == 0 || self.ways == 0 || !self.entries.is_multiple_of(self.ways) {
             return Err(format!(
                 "{field}: entries ({}) must be a positive multiple of ways ({})",
                 self.entries, self.ways
@@ -100,6 +137,9 @@ pub struct MachineConfig {
     /// Page size of the workload's memory: "4KiB" or "2MiB" (THP).
     pub page_size: PageSize,
     pub tlb: TlbConfig,
+    /// `[machine.kvm]`: options of the KVM engine (only with `engine = "kvm"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kvm: Option<KvmOptions>,
 }
 
 impl Default for MachineConfig {
@@ -109,6 +149,7 @@ impl Default for MachineConfig {
             paging_levels: 4,
             page_size: PageSize::Base4K,
             tlb: TlbConfig::default(),
+            kvm: None,
         }
     }
 }
@@ -129,6 +170,25 @@ impl MachineConfig {
                 self.paging_levels
             ));
         }
+        if self.kvm.is_some() && self.engine != EngineKind::Kvm {
+            return Err("machine.kvm: only for engine = \"kvm\"".into());
+        }
+        if self.engine == EngineKind::Kvm {
+            if self.paging_levels != 4 {
+                return Err(format!(
+                    "machine.paging_levels: the kvm engine builds 4-level page tables, got {}",
+                    self.paging_levels
+                ));
+            }
+            if self.kvm_options().batch == 0 {
+                return Err("machine.kvm.batch: must be positive".into());
+            }
+        }
         self.tlb.validate()
+    }
+
+    /// The `[machine.kvm]` options, defaults when the table is absent.
+    pub fn kvm_options(&self) -> KvmOptions {
+        self.kvm.unwrap_or_default()
     }
 }

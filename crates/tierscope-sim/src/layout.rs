@@ -112,7 +112,7 @@ mod tests {
         assert_eq!(l.heap.len(), 2 * MIB + 64 * GIB);
         assert_eq!(l.region_starts[0] + 2 * MIB, l.heap.end);
         assert_eq!(l.region_starts[1], l.heap.start);
-        assert!(l.heap.start % (2 * MIB) == 0);
+        assert!(l.heap.start.is_multiple_of(2 * MIB));
     }
 
     #[test]

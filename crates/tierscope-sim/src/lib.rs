@@ -1,5 +1,6 @@
 //! Simulated machines. The exact engine executes every access through TLBs,
-//! paging-structure caches and a page walker over a compact radix page table.
+//! paging-structure caches and a page walker over a compact radix page table; the
+//! statistical engine answers the same questions from access-rate densities.
 
 pub mod cache;
 pub mod config;
@@ -7,6 +8,7 @@ pub mod exact;
 pub mod layout;
 pub mod mmu;
 pub mod page_table;
+pub mod stat;
 pub mod stream;
 pub mod truth;
 
@@ -35,5 +37,11 @@ pub fn build_engine(
 ) -> Result<Box<dyn Engine>, String> {
     match config.engine {
         EngineKind::Exact => Ok(Box::new(exact::ExactEngine::new(config, params)?)),
+        EngineKind::Stat => Ok(Box::new(stat::StatEngine::new(config, params)?)),
+        EngineKind::Kvm => Err(
+            "the kvm engine is built by tierscope-experiment (tierscope_experiment::engine), \
+             not tierscope_sim::build_engine"
+                .into(),
+        ),
     }
 }

@@ -127,7 +127,7 @@ impl PageTable {
     pub fn map(&mut self, range: AddrRange, page: PageSize) {
         let step = page.bytes();
         assert!(
-            range.start % step == 0 && range.end % step == 0,
+            range.start.is_multiple_of(step) && range.end.is_multiple_of(step),
             "unaligned map {range}"
         );
         let leaf = page.leaf_level();

@@ -2,7 +2,8 @@
 adding its parser and setting `func(args) -> exit status`.
 
 Exit status: 0 success, 1 a run failed, 2 bad input (one line on stderr naming the file,
-line and field; no traceback), 130 interrupted.
+line and field; no traceback) or an engine this host cannot run (the kvm engine without
+/dev/kvm: one line naming the reason), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from tierscope.cli import compare as compare_cmd
 from tierscope.cli import run as run_cmd
+from tierscope.cli import validate as validate_cmd
 
 #: Exit status for bad input, as argparse uses for bad options.
 EXIT_BAD_INPUT = 2
@@ -22,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tierscope",
         description=(
-            "Compare hot/cold memory telemetry (DAMON, Telescope) on simulated x86-64 "
-            "hardware. See docs/EXPERIMENTS.md for the experiment-file format."
+            "Compare hot/cold memory telemetry (DAMON, Telescope, linear scanning, PEBS, "
+            "PML) on simulated x86-64 hardware or a KVM guest. See docs/EXPERIMENTS.md for "
+            "the experiment-file format."
         ),
     )
     from tierscope import __version__
@@ -31,19 +35,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tierscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run_cmd.register(sub)
+    compare_cmd.register(sub)
+    validate_cmd.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     # Imported here so that `tierscope --help` works even if the extension is broken.
-    from tierscope import Cancelled, ConfigError, OutputError, RunError
+    from tierscope import Cancelled, ConfigError, OutputError, RunError, Unavailable
 
     args = build_parser().parse_args(argv)
     try:
         status: int = args.func(args)
         return status
     except (ConfigError, OutputError) as e:
+        print(f"tierscope: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Unavailable as e:
         print(f"tierscope: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (KeyboardInterrupt, Cancelled):

@@ -11,8 +11,11 @@ from typing import Any
 from tierscope._core import ConfigError
 from tierscope.experiment import config_error, dict_to_json
 from tierscope.results import RunResult
+from tierscope.texttable import align
 
 PRESETS = ("damon-mod", "damon-agg", "telescope-bnd", "telescope-flx")
+#: Every preset --monitor accepts (the default set is PRESETS; pml needs --engine kvm).
+ALL_PRESETS = (*PRESETS, "scan-agg", "scan-mod", "scan-cons", "pebs-mod", "pebs-agg", "pml")
 QUICK_SOURCE = "command line"
 
 EPILOG = """\
@@ -59,7 +62,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--monitor",
         action="append",
         metavar="PRESET",
-        help=f"a monitor preset, repeatable: {', '.join(PRESETS)} (default: all four)",
+        help=f"a monitor preset, repeatable: {', '.join(ALL_PRESETS)} "
+        f"(default: {', '.join(PRESETS)}; pml only with --engine kvm)",
     )
     q.add_argument("--rate", help="accesses per simulated second (default 10M/s)")
     q.add_argument(
@@ -72,7 +76,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="SIZE",
         help="page size of the workload's memory: 4KiB or 2MiB (THP); default 4KiB",
     )
-    q.add_argument("--engine", help="machine model (default exact, the only one so far)")
+    q.add_argument(
+        "--engine",
+        help="machine: exact (default), stat (statistical), or kvm (the workload in a real "
+        "KVM micro-VM, in real time; docs/KVM.md)",
+    )
     q.add_argument("--seed", type=int, help="random seed (default 1)")
     q.add_argument("--name", help="experiment name (default: the MASIM file's name)")
     p.set_defaults(func=main)
@@ -155,14 +163,7 @@ def format_table(result: RunResult) -> str:
                 f"{s['entries_read']:,}",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = []
-    for r in rows:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-        ]
-        lines.append("  ".join(cells))
-    return "\n".join(lines)
+    return align(rows)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,0 +1,469 @@
+//! PEBS sampling driven by perf (the Telescope paper's "PMU" baseline, section 6.1.1):
+//! the machine's PMU records the address of every `period`-th qualifying event; the
+//! monitor aggregates the samples into `bin`-sized bins per window and reports the bins
+//! as regions (nr_accesses = samples in the bin).
+//!
+//! What the kernel does around the hardware is modelled per tick (HZ = 1000):
+//! - frequency mode (`perf -F`): the period starts at 1 and adapts toward
+//!   `event rate / frequency` the way `perf_adjust_period` does, one 1/8 step per
+//!   interrupt (from the time since the previous one) and one per tick (from the count);
+//! - throttling: at most `max_samples_per_tick` interrupts per tick (initially
+//!   `perf_event_max_sample_rate / HZ`); after that the event is stopped until the next
+//!   tick, so later events of the tick leave no sample;
+//! - the CPU-time budget (`perf_sample_event_took`): when the running average interrupt
+//!   time exceeds `perf_cpu_time_max_percent` of the sample period, the kernel lowers
+//!   the maximum sample rate (and so `max_samples_per_tick`).
+//!
+//! The engine applies a new period by reprogramming its counters (which restarts their
+//! count), so the period is only reprogrammed when it moved by more than 1/32.
+
+use crate::config::PebsConfig;
+use std::collections::HashMap;
+use tierscope_core::{Intervals, Machine, Monitor, Nanos, PmuSample, RegionReport, Snapshot};
+
+/// Linux's NR_ACCUMULATED_SAMPLES (kernel/events/core.c).
+const NR_ACCUMULATED_SAMPLES: u64 = 128;
+
+/// The kernel's throttling state (per CPU in Linux; one here).
+#[derive(Debug, Clone, Copy)]
+pub struct Throttle {
+    /// perf_sample_allowed_ns (0: the CPU-time check is disabled).
+    pub allowed_ns: u64,
+    /// running_sample_length.
+    pub running_len: u64,
+    pub max_samples_per_tick: u64,
+    /// sysctl_perf_event_sample_rate as lowered by the kernel.
+    pub sample_rate: u64,
+    tick_ns: u64,
+    percent: u64,
+}
+
+impl Throttle {
+    pub fn new(max_sample_rate: u64, percent: u32, tick_ns: u64) -> Self {
+        let hz = (1_000_000_000 / tick_ns).max(1);
+        let percent = percent as u64;
+        let allowed_ns = if percent == 0 || percent >= 100 {
+            0
+        } else {
+            ((1_000_000_000 / max_sample_rate) * percent / 100).max(1)
+        };
+        Throttle {
+            allowed_ns,
+            running_len: 0,
+            max_samples_per_tick: max_sample_rate.div_ceil(hz),
+            sample_rate: max_sample_rate,
+            tick_ns,
+            percent,
+        }
+    }
+
+    /// perf_sample_event_took: one interrupt took `len_ns`.
+    pub fn took(&mut self, len_ns: u64) {
+        if self.allowed_ns == 0 {
+            return;
+        }
+        self.running_len -= self.running_len / NR_ACCUMULATED_SAMPLES;
+        self.running_len += len_ns;
+        let mut avg = self.running_len / NR_ACCUMULATED_SAMPLES;
+        if avg <= self.allowed_ns {
+            return;
+        }
+        // A throttle threshold 25% below the current duration.
+        avg += avg / 4;
+        let budget = (self.tick_ns / 100) * self.percent;
+        let max = if avg < budget { budget / avg } else { 1 };
+        self.allowed_ns = avg;
+        self.max_samples_per_tick = max;
+        self.sample_rate = max * (1_000_000_000 / self.tick_ns);
+    }
+}
+
+/// perf_adjust_period's step: move `period` 1/8 of the way to `target`.
+fn step(period: u64, target: u64) -> u64 {
+    let mut delta = target as i128 - period as i128;
+    delta += if delta >= 0 { 7 } else { -7 };
+    delta /= 8;
+    ((period as i128 + delta).max(1)) as u64
+}
+
+/// perf_calculate_period: the period that gives `freq` samples per second when `count`
+/// events take `nsec`.
+fn target_period(count: u64, nsec: u64, freq: u64) -> u64 {
+    ((count as u128 * 1_000_000_000) / (nsec.max(1) as u128 * freq.max(1) as u128)).max(1) as u64
+}
+
+pub struct PebsMonitor {
+    cfg: PebsConfig,
+    programmed: bool,
+    has_pmu: bool,
+    /// The period the PMU counts with now.
+    period: u64,
+    /// The kernel's view of the period (adapted per interrupt and tick).
+    soft_period: u64,
+    throttle: Throttle,
+    bins: HashMap<u64, u32>,
+    buf: Vec<PmuSample>,
+    last_sample: Option<Nanos>,
+    window_start: Nanos,
+    next_wakeup: Nanos,
+    /// Samples kept / suppressed over the whole run.
+    kept: u64,
+    dropped: u64,
+}
+
+impl PebsMonitor {
+    pub fn new(cfg: PebsConfig) -> Self {
+        let throttle = Throttle::new(cfg.max_sample_rate, cfg.cpu_time_max_percent, cfg.tick.0);
+        let period = cfg.period.unwrap_or(1);
+        PebsMonitor {
+            cfg,
+            programmed: false,
+            has_pmu: false,
+            period,
+            soft_period: period,
+            throttle,
+            bins: HashMap::new(),
+            buf: vec![],
+            last_sample: None,
+            window_start: 0,
+            next_wakeup: 0,
+            kept: 0,
+            dropped: 0,
+        }
+    }
+
+    /// The sample-after value the PMU counts with now.
+    pub fn period(&self) -> u64 {
+        self.period
+    }
+
+    pub fn throttle(&self) -> &Throttle {
+        &self.throttle
+    }
+
+    /// Samples recorded and samples suppressed by throttling, so far.
+    pub fn samples(&self) -> (u64, u64) {
+        (self.kept, self.dropped)
+    }
+
+    /// Handles the samples of the tick that just ended.
+    fn tick(&mut self, m: &mut dyn Machine) {
+        self.buf.clear();
+        m.pmu_drain(&mut self.buf);
+        self.buf.sort_by_key(|s| s.time);
+        let freq_mode = self.cfg.period.is_none();
+        let freq = self.cfg.frequency.0;
+        let tick_ns = self.cfg.tick.0;
+        let bin_shift = self.cfg.bin.0.trailing_zeros();
+        let mut kept = 0u64;
+        for s in &self.buf {
+            if kept >= self.throttle.max_samples_per_tick {
+                self.dropped += 1;
+                m.cost_mut().pmu_throttled += 1;
+                continue;
+            }
+            kept += 1;
+            *self.bins.entry(s.va >> bin_shift).or_insert(0) += 1;
+            self.throttle.took(self.cfg.interrupt.0);
+            if freq_mode {
+                if let Some(prev) = self.last_sample {
+                    let dt = s.time.saturating_sub(prev);
+                    if dt > 0 && dt < 2 * tick_ns {
+                        let t = target_period(self.period, dt, freq);
+                        self.soft_period = step(self.soft_period, t);
+                    }
+                }
+            }
+            self.last_sample = Some(s.time);
+        }
+        self.kept += kept;
+        let c = m.cost_mut();
+        c.pmu_interrupts += kept;
+        c.pmu_samples += kept;
+        if freq_mode {
+            // perf_adjust_freq_unthr_context: the count of the tick (only up to the
+            // throttle point: a stopped counter does not count).
+            if kept > 0 {
+                let t = target_period(kept * self.period, tick_ns, freq);
+                self.soft_period = step(self.soft_period, t);
+            }
+            let p = self.soft_period;
+            if p.abs_diff(self.period) * 32 > self.period {
+                self.period = p;
+                m.pmu_program(self.cfg.event, Some(p));
+            }
+        }
+    }
+
+    fn report(&self, m: &dyn Machine) -> Vec<RegionReport> {
+        let bin = self.cfg.bin.0;
+        let shift = bin.trailing_zeros();
+        let mut out: Vec<RegionReport> = vec![];
+        for map in m.mappings() {
+            let mut pos = map.range.start;
+            while pos < map.range.end {
+                let b = pos >> shift;
+                let end = ((b + 1) << shift).min(map.range.end);
+                let nr = self.bins.get(&b).copied().unwrap_or(0);
+                match out.last_mut() {
+                    Some(r) if r.end == pos && r.nr_accesses == nr => r.end = end,
+                    _ => out.push(RegionReport {
+                        start: pos,
+                        end,
+                        nr_accesses: nr,
+                        age: 0,
+                    }),
+                }
+                pos = end;
+            }
+        }
+        out
+    }
+}
+
+impl Monitor for PebsMonitor {
+    fn next_wakeup(&self) -> Nanos {
+        self.next_wakeup
+    }
+
+    fn wake(&mut self, m: &mut dyn Machine) -> Option<Snapshot> {
+        let now = m.now();
+        self.next_wakeup = now + self.cfg.tick.0;
+        if !self.programmed {
+            self.programmed = true;
+            self.has_pmu = m.pmu_program(self.cfg.event, Some(self.period));
+            self.window_start = now;
+            return None;
+        }
+        if self.has_pmu {
+            self.tick(m);
+        }
+        if now - self.window_start < self.cfg.aggr.0 {
+            return None;
+        }
+        let snapshot = Snapshot {
+            start: self.window_start,
+            end: now,
+            regions: self.report(m),
+        };
+        self.bins.clear();
+        self.window_start = now;
+        Some(snapshot)
+    }
+
+    fn intervals(&self) -> Intervals {
+        Intervals {
+            sample: self.cfg.tick.0,
+            aggr: self.cfg.aggr.0,
+            ops_update: self.cfg.aggr.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::units::{Duration, Rate};
+    use tierscope_core::{
+        AddrRange, CostCounters, Flush, Level, Mapping, PageSize, Paging, PmuEvent,
+    };
+
+    const HEAP: AddrRange = AddrRange::new(1 << 30, 2 << 30);
+
+    /// A PMU over a constant stream of `rate` events per second, every event at an
+    /// address that walks the heap in 4 KiB steps. It counts down from the period exactly
+    /// like the exact engine's counters.
+    struct Stream {
+        maps: Vec<Mapping>,
+        rate: u64,
+        period: Option<u64>,
+        left: u64,
+        /// Events generated so far.
+        events: u64,
+        now: Nanos,
+        cost: CostCounters,
+    }
+
+    impl Stream {
+        fn new(rate: u64) -> Self {
+            Stream {
+                maps: vec![Mapping {
+                    range: HEAP,
+                    page_size: PageSize::Base4K,
+                    name: "heap".into(),
+                }],
+                rate,
+                period: None,
+                left: 0,
+                events: 0,
+                now: 0,
+                cost: CostCounters::default(),
+            }
+        }
+    }
+
+    impl Machine for Stream {
+        fn paging(&self) -> Paging {
+            Paging::FourLevel
+        }
+        fn now(&self) -> Nanos {
+            self.now
+        }
+        fn mappings(&self) -> &[Mapping] {
+            &self.maps
+        }
+        fn leaf_level(&mut self, _: u64) -> Option<Level> {
+            Some(Level::Pte)
+        }
+        fn accessed(&mut self, _: Level, _: u64) -> Option<bool> {
+            None
+        }
+        fn test_and_clear_accessed(&mut self, _: Level, _: u64) -> Option<bool> {
+            None
+        }
+        fn dirty(&mut self, _: u64) -> Option<bool> {
+            None
+        }
+        fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
+            None
+        }
+        fn flush(&mut self, _: Flush) {}
+        fn pmu_program(&mut self, _: PmuEvent, period: Option<u64>) -> bool {
+            self.period = period;
+            self.left = period.unwrap_or(0);
+            true
+        }
+        fn pmu_drain(&mut self, out: &mut Vec<PmuSample>) {
+            let target = (self.now as u128 * self.rate as u128 / 1_000_000_000) as u64;
+            let Some(p) = self.period else {
+                self.events = target;
+                return;
+            };
+            while self.events < target {
+                // Jump to the event that makes the counter overflow.
+                let hit = self.events + self.left;
+                if hit > target {
+                    self.left -= target - self.events;
+                    self.events = target;
+                    break;
+                }
+                self.events = hit;
+                self.left = p;
+                let time = (hit as u128 * 1_000_000_000 / self.rate as u128) as u64;
+                let va = HEAP.start + (hit * 4096) % HEAP.len();
+                out.push(PmuSample {
+                    time,
+                    va,
+                    store: false,
+                });
+            }
+        }
+        fn cost(&self) -> &CostCounters {
+            &self.cost
+        }
+        fn cost_mut(&mut self) -> &mut CostCounters {
+            &mut self.cost
+        }
+    }
+
+    /// Runs the monitor until `until`; returns the samples kept and the snapshots.
+    fn run(p: &mut PebsMonitor, m: &mut Stream, until: Nanos) -> (u64, Vec<Snapshot>) {
+        let before = p.samples().0;
+        let mut snaps = vec![];
+        while p.next_wakeup() <= until {
+            m.now = p.next_wakeup();
+            snaps.extend(p.wake(m));
+        }
+        (p.samples().0 - before, snaps)
+    }
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn fixed_period_gives_rate_over_period_samples() {
+        let mut m = Stream::new(10_000_000);
+        let mut p = PebsMonitor::new(PebsConfig {
+            period: Some(1_000),
+            ..PebsConfig::default()
+        });
+        let (kept, snaps) = run(&mut p, &mut m, S);
+        // 10 M events/s every 1000th: 10,000 samples (10 per tick, under the limit).
+        assert!((9_990..=10_000).contains(&kept), "{kept}");
+        assert_eq!(p.samples().1, 0, "nothing throttled");
+        assert_eq!(m.cost.pmu_interrupts, kept);
+        assert_eq!(p.period(), 1_000, "a fixed period never changes");
+        // Five 200 ms windows; the samples land in the bins they address.
+        assert_eq!(snaps.len(), 5);
+        let binned: u64 = snaps[1]
+            .regions
+            .iter()
+            .map(|r| {
+                let bins = (r.end - r.start) >> 21;
+                r.nr_accesses as u64 * bins
+            })
+            .sum();
+        assert!((1_995..=2_005).contains(&binned), "{binned}");
+    }
+
+    #[test]
+    fn frequency_mode_converges_to_the_requested_rate() {
+        for hz in [5_000u64, 10_000] {
+            let mut m = Stream::new(10_000_000);
+            let mut p = PebsMonitor::new(PebsConfig {
+                frequency: Rate(hz),
+                ..PebsConfig::default()
+            });
+            // Start-up: the period starts at 1 and is throttled at 100 samples per tick.
+            run(&mut p, &mut m, S / 2);
+            let (kept, _) = run(&mut p, &mut m, 3 * S / 2);
+            let want = hz as f64;
+            assert!(
+                (kept as f64 - want).abs() < 0.05 * want,
+                "{hz} Hz: {kept} samples in 1 s, period {}",
+                p.period()
+            );
+            let period = 10_000_000 / hz;
+            assert!(p.period().abs_diff(period) * 20 < period, "{}", p.period());
+        }
+    }
+
+    #[test]
+    fn samples_beyond_max_per_tick_are_throttled() {
+        let mut m = Stream::new(10_000_000);
+        // 1 M samples/s wanted; the kernel allows 100,000/s = 100 per 1 ms tick.
+        let mut p = PebsMonitor::new(PebsConfig {
+            period: Some(10),
+            cpu_time_max_percent: 0,
+            ..PebsConfig::default()
+        });
+        let (kept, _) = run(&mut p, &mut m, S);
+        assert!((99_000..=100_000).contains(&kept), "{kept}");
+        assert!(p.samples().1 > 800_000, "{:?}", p.samples());
+        assert_eq!(m.cost.pmu_throttled, p.samples().1);
+    }
+
+    #[test]
+    fn slow_interrupts_lower_the_sample_rate() {
+        let mut m = Stream::new(10_000_000);
+        // 10 kHz of samples whose handling takes 50 us: 50% of the CPU, over the 25%
+        // budget. The kernel settles at 250 us per tick / (1.25 x 50 us) = 4 per tick.
+        let mut p = PebsMonitor::new(PebsConfig {
+            period: Some(1_000),
+            interrupt: Duration(50_000),
+            ..PebsConfig::default()
+        });
+        run(&mut p, &mut m, S);
+        assert_eq!(p.throttle().max_samples_per_tick, 4);
+        assert_eq!(p.throttle().sample_rate, 4_000);
+        let (kept, _) = run(&mut p, &mut m, 2 * S);
+        assert!((3_900..=4_000).contains(&kept), "{kept}");
+        // The same stream with fast interrupts is not throttled.
+        let mut m = Stream::new(10_000_000);
+        let mut p = PebsMonitor::new(PebsConfig {
+            period: Some(1_000),
+            ..PebsConfig::default()
+        });
+        run(&mut p, &mut m, S);
+        assert_eq!(p.throttle().max_samples_per_tick, 100);
+    }
+}

@@ -1,0 +1,299 @@
+//! The workload as access-rate densities: MASIM's phases and weighted patterns, with the
+//! per-thread schedule of pattern batches simulated (one random pick per 131072 accesses,
+//! the same rule as [`crate::stream`]) but no access executed.
+//!
+//! A thread's history is a list of [`Segment`]s: runs of accesses that all went to one
+//! pattern. Within a segment a random pattern spreads its accesses uniformly over its
+//! region and a sequential one sweeps from a known offset, so any question about a span
+//! of addresses (how many accesses landed there, did the sweep enter it) is arithmetic on
+//! a handful of segments.
+
+use crate::stream::MASIM_BATCH;
+use tierscope_core::rng::Rng;
+use tierscope_core::workload::{AccessMode, PatternKind, WorkloadSpec};
+use tierscope_core::{AddrRange, Nanos};
+
+/// One pattern of one phase, placed in the address space.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    pub region: AddrRange,
+    pub kind: PatternKind,
+    pub stride: u64,
+    pub mode: AccessMode,
+}
+
+impl Pattern {
+    /// Fraction of its accesses that are stores.
+    pub fn store_share(&self) -> f64 {
+        match self.mode {
+            AccessMode::Ro => 0.0,
+            AccessMode::Wo => 1.0,
+            AccessMode::Rw => 0.5,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Phase {
+    /// Global pattern ids with their cumulative weights.
+    patterns: Vec<(u32, u64)>,
+    total_weight: u64,
+    end_ns: Nanos,
+}
+
+/// The workload's static description.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub patterns: Vec<Pattern>,
+    phases: Vec<Phase>,
+    cycle_ns: Nanos,
+    pub rate: u64,
+}
+
+/// Accesses `[first, first + count)` of a thread, all to `pattern`.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment {
+    pub first: u64,
+    pub count: u64,
+    pub pattern: u32,
+    /// The pattern the thread ran just before (`u32::MAX` at the start).
+    pub prev: u32,
+    /// Sequential patterns: the offset of the first access in the region.
+    pub offset: u64,
+    /// Whether the first access is a store (for `rw` patterns, which alternate).
+    pub first_store: bool,
+}
+
+impl Segment {
+    pub fn end(&self) -> u64 {
+        self.first + self.count
+    }
+}
+
+impl Workload {
+    pub fn new(spec: &WorkloadSpec, region_starts: &[u64], rate: u64) -> Self {
+        let mut patterns = vec![];
+        let mut phases = vec![];
+        let mut end_ns = 0;
+        for p in &spec.phases {
+            end_ns += p.duration.0;
+            let mut cum = 0;
+            let mut ids = vec![];
+            for pat in &p.patterns {
+                let r = spec.region_index(&pat.region).expect("validated spec");
+                cum += pat.weight as u64;
+                ids.push((patterns.len() as u32, cum));
+                let start = region_starts[r];
+                patterns.push(Pattern {
+                    region: AddrRange::new(start, start + spec.regions[r].size.0),
+                    kind: pat.kind,
+                    stride: pat.stride.0,
+                    mode: pat.mode,
+                });
+            }
+            phases.push(Phase {
+                patterns: ids,
+                total_weight: cum,
+                end_ns,
+            });
+        }
+        Workload {
+            patterns,
+            phases,
+            cycle_ns: end_ns,
+            rate,
+        }
+    }
+
+    /// Accesses a thread issued before time `t` (as [`crate::stream::AccessStream`]).
+    pub fn count_at(&self, t: Nanos) -> u64 {
+        ((t as u128 * self.rate as u128).div_ceil(1_000_000_000)) as u64
+    }
+
+    /// When access `i` of a thread happens.
+    pub fn time_of(&self, i: u64) -> Nanos {
+        (i as u128 * 1_000_000_000 / self.rate as u128) as u64
+    }
+
+    /// Whether any pattern of any phase touches `span`.
+    pub fn ever_touches(&self, span: AddrRange) -> bool {
+        self.patterns.iter().any(|p| p.region.overlap(&span) > 0)
+    }
+}
+
+/// One thread's batch schedule.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    rng: Rng,
+    pub segments: Vec<Segment>,
+    issued: u64,
+    phase: usize,
+    cycle: u64,
+    phase_end_count: u64,
+    pattern: u32,
+    batch_left: u64,
+    /// Per global pattern id: the sequential offset where the next access goes.
+    offsets: Vec<u64>,
+    store_next: bool,
+}
+
+impl Schedule {
+    pub fn new(w: &Workload, rng: Rng) -> Self {
+        Schedule {
+            rng,
+            segments: vec![],
+            issued: 0,
+            phase: 0,
+            cycle: 0,
+            phase_end_count: w.count_at(w.phases[0].end_ns),
+            pattern: u32::MAX,
+            batch_left: 0,
+            offsets: vec![0; w.patterns.len()],
+            store_next: false,
+        }
+    }
+
+    /// Extends the schedule until `until` accesses have been issued.
+    pub fn run(&mut self, w: &Workload, until: u64) {
+        while self.issued < until {
+            while self.issued >= self.phase_end_count {
+                self.phase += 1;
+                if self.phase == w.phases.len() {
+                    self.phase = 0;
+                    self.cycle += 1;
+                }
+                let end = self.cycle * w.cycle_ns + w.phases[self.phase].end_ns;
+                self.phase_end_count = w.count_at(end);
+                self.batch_left = 0;
+            }
+            if self.batch_left == 0 {
+                let ph = &w.phases[self.phase];
+                let x = self.rng.below(ph.total_weight);
+                let (id, _) = *ph
+                    .patterns
+                    .iter()
+                    .find(|&&(_, cum)| x < cum)
+                    .expect("x is below the total weight");
+                let prev = self.pattern;
+                self.pattern = id;
+                self.batch_left = MASIM_BATCH;
+                if prev != id {
+                    let p = &w.patterns[id as usize];
+                    self.segments.push(Segment {
+                        first: self.issued,
+                        count: 0,
+                        pattern: id,
+                        prev,
+                        offset: self.offsets[id as usize],
+                        first_store: match p.mode {
+                            AccessMode::Ro => false,
+                            AccessMode::Wo => true,
+                            AccessMode::Rw => !self.store_next,
+                        },
+                    });
+                }
+            }
+            let n = (until - self.issued)
+                .min(self.phase_end_count - self.issued)
+                .min(self.batch_left);
+            self.batch_left -= n;
+            self.issued += n;
+            let seg = self.segments.last_mut().expect("a segment was opened");
+            seg.count += n;
+            let p = &w.patterns[self.pattern as usize];
+            if p.kind == PatternKind::Sequential {
+                let size = p.region.len();
+                let o = &mut self.offsets[self.pattern as usize];
+                *o = ((*o as u128 + n as u128 * p.stride as u128) % size as u128) as u64;
+            }
+            if p.mode == AccessMode::Rw && n % 2 == 1 {
+                self.store_next = !self.store_next;
+            }
+        }
+    }
+
+    /// Index of the first segment that ends after access `i`.
+    pub fn find(&self, i: u64) -> usize {
+        self.segments.partition_point(|s| s.end() <= i)
+    }
+}
+
+/// Accesses of a sequential sweep that start in `[lo, hi)` (offsets in the region), among
+/// `n` accesses starting at `offset` with `stride` in a region of `size` bytes: whether
+/// any does. Exact for up to four laps; longer sweeps pass every window of at least a
+/// stride, and narrower windows are assumed to be hit too (a sweep whose stride skips a
+/// span forever is not a MASIM pattern anyone runs).
+pub fn sweep_hits(offset: u64, stride: u64, size: u64, n: u64, lo: u64, hi: u64) -> bool {
+    if n == 0 || hi <= lo {
+        return false;
+    }
+    let total = n as u128 * stride as u128;
+    if total >= 4 * size as u128 {
+        return true;
+    }
+    let last = offset as u128 + (n as u128 - 1) * stride as u128;
+    // Unwrapped positions offset + k * stride, k in [0, n); the window repeats per lap.
+    let mut lap = 0u128;
+    while lap * size as u128 <= last {
+        let (a, b) = (
+            lap * size as u128 + lo as u128,
+            lap * size as u128 + hi as u128,
+        );
+        if b > offset as u128 {
+            // First k with position >= a.
+            let k = if a <= offset as u128 {
+                0
+            } else {
+                (a - offset as u128).div_ceil(stride as u128)
+            };
+            let pos = offset as u128 + k * stride as u128;
+            if k < n as u128 && pos < b {
+                return true;
+            }
+        }
+        lap += 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::workload::parse_masim;
+
+    #[test]
+    fn schedule_follows_phases_and_batches() {
+        let spec = parse_masim(
+            "a, 1GiB\nb, 1GiB\n\np1\n100\na, 1, 4096, 1\nb, 1, 4096, 1\n\np2\n100\nb, 0, 4096, 1\n",
+        )
+        .unwrap();
+        let w = Workload::new(&spec, &[0, 1 << 30], 10_000_000);
+        let mut s = Schedule::new(&w, Rng::new(1));
+        s.run(&w, 2_000_000);
+        let segs = &s.segments;
+        assert_eq!(segs.iter().map(|s| s.count).sum::<u64>(), 2_000_000);
+        // Phase 1 ends at 1M accesses: batches are cut there.
+        assert!(segs.iter().any(|s| s.end() == 1_000_000));
+        assert!(segs
+            .iter()
+            .filter(|s| s.first >= 1_000_000)
+            .all(|s| s.pattern == 2));
+        // Segments are contiguous and alternate patterns.
+        for p in segs.windows(2) {
+            assert_eq!(p[0].end(), p[1].first);
+            assert_ne!(p[0].pattern, p[1].pattern);
+            assert_eq!(p[1].prev, p[0].pattern);
+        }
+    }
+
+    #[test]
+    fn sweeps() {
+        // 8 accesses of stride 10 from 0 in a 100-byte region: 0, 10, ..., 70.
+        assert!(sweep_hits(0, 10, 100, 8, 65, 75));
+        assert!(!sweep_hits(0, 10, 100, 8, 75, 100));
+        assert!(!sweep_hits(0, 10, 100, 8, 71, 79));
+        // Wrapping: from 90, positions 90, 0, 10.
+        assert!(sweep_hits(90, 10, 100, 3, 5, 15));
+        assert!(!sweep_hits(90, 10, 100, 3, 15, 85));
+    }
+}

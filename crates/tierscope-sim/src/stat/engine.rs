@@ -1,0 +1,471 @@
+//! The statistical engine: [`Machine`] and [`Engine`] without executing accesses.
+//!
+//! Advancing time only extends each thread's batch schedule (one entry per 131072
+//! accesses). Reading a cleared bit asks [`super::walks`] for the probability that a walk
+//! loaded the entry since it was last looked at, and draws the answer from a hash of
+//! (seed, entry, interval), so a run is deterministic per seed and independent of the
+//! order in which entries are read.
+
+use super::caches::RegionCaches;
+use super::density::{Schedule, Workload};
+use super::entries::{key, Bit, Cleared, EntryStore};
+use super::pmu::Pmu;
+use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
+use crate::config::MachineConfig;
+use crate::layout::{lay_out, Layout};
+use crate::WorkloadParams;
+use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::rng::Rng;
+use tierscope_core::{
+    AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
+    Nanos, Paging, PmuEvent, PmuSample,
+};
+
+pub struct StatEngine {
+    paging: Paging,
+    layout: Layout,
+    workload: Workload,
+    schedules: Vec<Schedule>,
+    /// Per global pattern id: the caches' steady state while it runs.
+    caches: Vec<RegionCaches>,
+    entries: EntryStore,
+    flushes: Vec<FlushEvent>,
+    /// Orders clears and flushes that happen at the same simulated time.
+    seq: u64,
+    seed: u64,
+    now: Nanos,
+    cost: CostCounters,
+    truth_from: u64,
+    block_shift: u32,
+    truth_threshold: u32,
+    pmu: Pmu,
+    samples: Vec<PmuSample>,
+    stats: MachineStats,
+    /// Accesses of each thread already folded into `stats`.
+    stats_done: u64,
+}
+
+/// SplitMix64 finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw in [0, 1) from a hash.
+fn unit(h: u64) -> f64 {
+    (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+impl StatEngine {
+    pub fn new(config: &MachineConfig, params: &WorkloadParams) -> Result<Self, String> {
+        let paging = config.paging();
+        let layout = lay_out(params.spec, paging, config.page_size)?;
+        let workload = Workload::new(params.spec, &layout.region_starts, params.rate);
+        let caches = workload
+            .patterns
+            .iter()
+            .map(|p| RegionCaches::new(p.region, config.page_size, paging, &config.tlb))
+            .collect();
+        // The same stream names as the exact engine's threads, though the numbers drawn
+        // differ (the exact engine also draws every access's offset).
+        let schedules = (0..params.threads)
+            .map(|t| {
+                Schedule::new(
+                    &workload,
+                    Rng::for_stream(params.seed, &format!("workload/thread{t}")),
+                )
+            })
+            .collect();
+        Ok(StatEngine {
+            paging,
+            layout,
+            workload,
+            schedules,
+            caches,
+            entries: EntryStore::default(),
+            flushes: vec![],
+            seq: 0,
+            seed: params.seed,
+            now: 0,
+            cost: CostCounters::default(),
+            truth_from: 0,
+            block_shift: params.block_size.trailing_zeros(),
+            truth_threshold: params.truth_threshold,
+            pmu: Pmu::new(params.threads as usize, params.seed),
+            samples: vec![],
+            stats: MachineStats::default(),
+            stats_done: 0,
+        })
+    }
+
+    /// Bytes of per-entry state (for memory reports).
+    pub fn entry_bytes(&self) -> usize {
+        self.entries.memory_bytes()
+    }
+
+    fn mapping_of(&self, va: u64) -> Option<&Mapping> {
+        let m = &self.layout.mappings;
+        let i = m.partition_point(|m| m.range.end <= va);
+        m.get(i).filter(|m| m.range.contains(va))
+    }
+
+    /// The leaf level under which the entry at `level` for `va` sits, when it exists: the
+    /// exact page table has an entry where a mapping reaches into its span.
+    fn locate(&self, level: Level, va: u64) -> Option<(Level, u32)> {
+        let root = self.paging.root();
+        if level > root {
+            return None;
+        }
+        let leaf = match self.mapping_of(va) {
+            Some(m) => {
+                let leaf = m.page_size.leaf_level();
+                (level >= leaf).then_some(leaf)?
+            }
+            None => {
+                // A non-leaf entry whose span holds some mapping of smaller pages.
+                let span =
+                    AddrRange::new(level.align_down(va), level.align_down(va) + level.span());
+                self.layout
+                    .mappings
+                    .iter()
+                    .find(|m| m.range.overlap(&span) > 0 && m.page_size.leaf_level() < level)
+                    .map(|m| m.page_size.leaf_level())?
+            }
+        };
+        Some((leaf, (root.index() - level.index() + 1) as u32))
+    }
+
+    /// Whether no pattern of any phase ever accesses the span of the entry.
+    fn is_dead(&self, level: Level, va: u64) -> bool {
+        let start = level.align_down(va);
+        !self
+            .workload
+            .ever_touches(AddrRange::new(start, start + level.span()))
+    }
+
+    /// The current value of a bit, evaluating a cleared entry up to now.
+    fn read(&mut self, bit: Bit, level: Level, leaf: Level, va: u64) -> bool {
+        let k = key(bit, level, va);
+        let Some(c) = self.entries.cleared.get(&k).copied() else {
+            if self.is_dead(level, va) {
+                let u = unit(mix(self.seed ^ mix(k ^ 0xdead)));
+                return !self.entries.dead_is_clear(k, u);
+            }
+            return true;
+        };
+        let span_start = level.align_down(va);
+        let t = Target {
+            level,
+            leaf,
+            span: AddrRange::new(span_start, span_start + level.span()),
+            stores_only: bit == Bit::Dirty,
+        };
+        let first_flush = self.flushes.partition_point(|f| f.seq <= c.seq);
+        let flushes = &self.flushes[first_flush..];
+        let world = World {
+            workload: &self.workload,
+            caches: &self.caches,
+            schedules: &self.schedules,
+        };
+        let (ia, ib) = (
+            self.workload.count_at(c.since),
+            self.workload.count_at(self.now),
+        );
+        let ln = log_no_load(&world, t, ia, ib, c.fresh, flushes);
+        let p_load = -ln.exp_m1();
+        let u = unit(mix(
+            self.seed ^ mix(k ^ mix(c.since ^ mix(self.now.wrapping_add(0x51))))
+        ));
+        if u < p_load {
+            self.entries.cleared.remove(&k);
+            true
+        } else {
+            let fresh = fresh_after(c.fresh, t, flushes);
+            let (now, seq) = (self.now, self.seq);
+            let e = self.entries.cleared.get_mut(&k).expect("present above");
+            *e = Cleared {
+                since: now,
+                seq,
+                fresh,
+            };
+            false
+        }
+    }
+
+    /// Marks a bit clear from now on.
+    fn clear(&mut self, bit: Bit, level: Level, va: u64) {
+        let k = key(bit, level, va);
+        if self.is_dead(level, va) {
+            // Nothing will ever set it again: no need for a time or freshness.
+            self.entries.clear_dead(k);
+            return;
+        }
+        let c = self.entries.cleared.entry(k).or_insert(Cleared {
+            since: self.now,
+            seq: self.seq,
+            fresh: 0,
+        });
+        // A still-clear entry keeps the freshness `read` just brought up to date.
+        c.since = self.now;
+        c.seq = self.seq;
+    }
+
+    fn update_stats(&mut self, until: u64) {
+        for s in &self.schedules {
+            let mut si = s.find(self.stats_done);
+            while si < s.segments.len() && s.segments[si].first < until {
+                let seg = s.segments[si];
+                let n = seg.end().min(until) - seg.first.max(self.stats_done);
+                let p = &self.workload.patterns[seg.pattern as usize];
+                let walks = n as f64 * self.caches[seg.pattern as usize].tlb_miss(p.region);
+                self.stats.accesses += n;
+                self.stats.walks += walks.round() as u64;
+                si += 1;
+            }
+        }
+        self.stats_done = until;
+    }
+}
+
+impl Machine for StatEngine {
+    fn paging(&self) -> Paging {
+        self.paging
+    }
+
+    fn now(&self) -> Nanos {
+        self.now
+    }
+
+    fn mappings(&self) -> &[Mapping] {
+        &self.layout.mappings
+    }
+
+    fn leaf_level(&mut self, va: u64) -> Option<Level> {
+        self.mapping_of(va).map(|m| m.page_size.leaf_level())
+    }
+
+    fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
+        let (leaf, steps) = self.locate(level, va)?;
+        self.cost.entries_read += 1;
+        self.cost.walk_steps += steps as u64;
+        Some(self.read(Bit::Accessed, level, leaf, va))
+    }
+
+    fn test_and_clear_accessed(&mut self, level: Level, va: u64) -> Option<bool> {
+        let (leaf, steps) = self.locate(level, va)?;
+        let old = self.read(Bit::Accessed, level, leaf, va);
+        self.clear(Bit::Accessed, level, va);
+        self.cost.entries_read += 1;
+        self.cost.walk_steps += steps as u64;
+        self.cost.clear_ops += 1;
+        self.cost.bits_cleared += old as u64;
+        Some(old)
+    }
+
+    fn dirty(&mut self, va: u64) -> Option<bool> {
+        let leaf = self.mapping_of(va)?.page_size.leaf_level();
+        let (_, steps) = self.locate(leaf, va)?;
+        self.cost.entries_read += 1;
+        self.cost.walk_steps += steps as u64;
+        Some(self.read(Bit::Dirty, leaf, leaf, va))
+    }
+
+    fn test_and_clear_dirty(&mut self, va: u64) -> Option<bool> {
+        let leaf = self.mapping_of(va)?.page_size.leaf_level();
+        let (_, steps) = self.locate(leaf, va)?;
+        let old = self.read(Bit::Dirty, leaf, leaf, va);
+        self.clear(Bit::Dirty, leaf, va);
+        self.cost.entries_read += 1;
+        self.cost.walk_steps += steps as u64;
+        self.cost.clear_ops += 1;
+        Some(old)
+    }
+
+    fn flush(&mut self, what: Flush) {
+        let kind = match what {
+            Flush::All => Some(FlushKind::All),
+            Flush::Page(va) => Some(FlushKind::Pages {
+                start: va & !4095,
+                end: (va & !4095) + 4096,
+            }),
+            Flush::Range { start, end } => {
+                if end <= start {
+                    None
+                } else if (end.saturating_sub(1) >> 12) - (start >> 12) + 1 > FLUSH_CEILING_PAGES {
+                    Some(FlushKind::All)
+                } else {
+                    Some(FlushKind::Pages {
+                        start: start & !4095,
+                        end,
+                    })
+                }
+            }
+        };
+        match kind {
+            Some(FlushKind::All) => self.cost.flushes_full += 1,
+            _ => self.cost.flushes_page += 1,
+        }
+        if let Some(kind) = kind {
+            self.seq += 1;
+            self.flushes.push(FlushEvent {
+                seq: self.seq,
+                at: self.workload.count_at(self.now),
+                kind,
+            });
+        }
+    }
+
+    fn pmu_program(&mut self, event: PmuEvent, period: Option<u64>) -> bool {
+        let start = self.workload.count_at(self.now);
+        self.pmu.program(event, period, start);
+        true
+    }
+
+    fn pmu_drain(&mut self, out: &mut Vec<PmuSample>) {
+        self.samples.sort_by_key(|s| s.time);
+        out.append(&mut self.samples);
+    }
+
+    fn cost(&self) -> &CostCounters {
+        &self.cost
+    }
+
+    fn cost_mut(&mut self) -> &mut CostCounters {
+        &mut self.cost
+    }
+}
+
+impl Engine for StatEngine {
+    fn advance_to(&mut self, t: Nanos) {
+        if t <= self.now {
+            return;
+        }
+        let target = self.workload.count_at(t);
+        for s in &mut self.schedules {
+            s.run(&self.workload, target);
+        }
+        self.pmu
+            .run(&self.workload, &self.schedules, target, &mut self.samples);
+        self.update_stats(target);
+        self.now = t;
+    }
+
+    fn take_truth(&mut self) -> BlockIntervals {
+        let ib = self.workload.count_at(self.now);
+        let out = super::truth::hot_blocks(
+            &self.workload,
+            &self.schedules,
+            self.truth_from,
+            ib,
+            self.block_shift,
+            self.truth_threshold,
+        );
+        self.truth_from = ib;
+        out
+    }
+
+    fn heap(&self) -> AddrRange {
+        self.layout.heap
+    }
+
+    fn stats(&self) -> MachineStats {
+        self.stats
+    }
+
+    fn as_machine(&mut self) -> &mut dyn Machine {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::workload::{parse_masim, WorkloadSpec};
+
+    fn engine(spec: &WorkloadSpec, threads: u32) -> StatEngine {
+        let params = WorkloadParams {
+            spec,
+            rate: 1_000_000,
+            threads,
+            seed: 9,
+            block_size: 2 << 20,
+            truth_threshold: 1,
+        };
+        StatEngine::new(&MachineConfig::default(), &params).unwrap()
+    }
+
+    #[test]
+    fn pmu_records_every_period_th_qualifying_access() {
+        // The exact engine's test, on the statistical engine: the counts must be the same.
+        let spec = parse_masim("a, 64MiB\n\np\n1000\na, 1, 4096, 1, rw\n").unwrap();
+        for threads in [1, 2] {
+            let mut e = engine(&spec, threads);
+            assert!(e.pmu_program(PmuEvent::Stores, Some(100)));
+            e.advance_to(50_000_000);
+            e.advance_to(100_000_000); // 100k accesses per thread, half of them stores
+            let mut out = vec![];
+            e.pmu_drain(&mut out);
+            assert_eq!(out.len() as u32, 500 * threads);
+            assert!(out.iter().all(|s| s.store && e.heap().contains(s.va)));
+            assert!(out.iter().all(|s| s.time < 100_000_000));
+            assert!(out.windows(2).all(|w| w[0].time <= w[1].time));
+            e.pmu_program(PmuEvent::Stores, None);
+            e.advance_to(200_000_000);
+            e.pmu_drain(&mut out);
+            assert_eq!(out.len() as u32, 500 * threads, "no samples once stopped");
+        }
+    }
+
+    #[test]
+    fn untouched_entries_read_set_and_dead_ones_stay_clear() {
+        let spec = parse_masim("cold, 1GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let mut e = engine(&spec, 1);
+        let cold = e.layout.region_starts[0] + 12345;
+        let hot = e.layout.region_starts[1] + 4096;
+        assert_eq!(e.accessed(Level::Pte, cold), Some(true));
+        assert_eq!(e.test_and_clear_accessed(Level::Pte, cold), Some(true));
+        assert_eq!(e.test_and_clear_accessed(Level::Pte, hot), Some(true));
+        assert_eq!(e.test_and_clear_accessed(Level::Pte, hot), Some(false));
+        assert_eq!(e.cost().bits_cleared, 2);
+        e.advance_to(1_000_000_000); // 1M accesses over 16k hot pages: surely walked
+        assert_eq!(e.accessed(Level::Pte, cold), Some(false));
+        assert_eq!(e.accessed(Level::Pte, hot), Some(true));
+        // No entry below a mapping's leaf, none outside the mappings.
+        assert_eq!(e.accessed(Level::Pte, 0x1000), None);
+        assert!(e.accessed(Level::Pml4, hot).is_some());
+        assert!(e.entry_bytes() < 1 << 20);
+    }
+
+    #[test]
+    fn truth_is_the_accessed_region() {
+        let spec = parse_masim("cold, 1GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let mut e = engine(&spec, 1);
+        e.advance_to(200_000_000);
+        let hot = e.layout.region_starts[1];
+        assert_eq!(e.take_truth(), vec![(hot >> 21, (hot + (64 << 20)) >> 21)]);
+        assert_eq!(e.take_truth(), vec![]);
+    }
+
+    #[test]
+    fn dead_entries_beyond_the_exact_set_are_counted_per_chunk() {
+        use crate::stat::entries::RECENT_DEAD;
+        let spec = parse_masim("cold, 8GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let mut e = engine(&spec, 1);
+        let base = Level::Pud.align_down(e.layout.region_starts[0]) + (1 << 30);
+        // Clear every page of five whole GiB chunks: more than the exact set holds.
+        let pages = 5u64 << 18;
+        assert!(pages as usize > RECENT_DEAD);
+        for i in 0..pages {
+            e.test_and_clear_accessed(Level::Pte, base + (i << 12));
+        }
+        // The oldest were folded into full chunks: still read clear, with no flip counted.
+        assert_eq!(e.accessed(Level::Pte, base), Some(false));
+        assert_eq!(
+            e.test_and_clear_accessed(Level::Pte, base + 4096),
+            Some(false)
+        );
+        assert_eq!(e.cost().bits_cleared, pages);
+        assert!(e.entry_bytes() < 64 << 20, "{}", e.entry_bytes());
+    }
+}

@@ -1,0 +1,136 @@
+//! The only per-entry state of the statistical engine: entries a monitor has cleared.
+//!
+//! Every present entry starts ACCESSED (and leaves DIRTY), as in the exact engine, whose
+//! workload initialised all its memory. An entry not in [`EntryStore`] therefore reads as
+//! set. A cleared entry is tracked until a read finds it set again, then forgotten; what
+//! stays tracked is bounded by the memory the workload touches.
+//!
+//! Entries whose span no pattern of any phase ever touches ("dead") can never be set
+//! again, and DAMON clears millions of them in a terabyte heap, one random page per
+//! region per sampling interval, each read once one interval later. The most recent
+//! [`RECENT_DEAD`] of them are kept exactly; older PTE and PMD ones are folded into a
+//! count per 1 GiB chunk, and a later read of an untracked dead entry of that chunk finds
+//! it cleared with probability count / entries-per-chunk (a fixed hash of the entry
+//! against a growing fraction, so the answer never flips back). Monitors pick addresses
+//! uniformly within regions, which is what makes the fraction the right probability.
+//! Upper-level dead entries are few and stay exact.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use tierscope_core::{Level, Nanos};
+
+/// A multiply-xorshift hasher for the u64 keys (the std SipHash is slower and its DoS
+/// resistance buys nothing here).
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        let h = (self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+pub type FastSet<K> = HashSet<K, BuildHasherDefault<KeyHasher>>;
+
+/// Which bit of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bit {
+    Accessed,
+    Dirty,
+}
+
+/// Packs (bit, level, entry number) into one key. Entry numbers of 57-bit addresses
+/// need at most 45 bits.
+pub fn key(bit: Bit, level: Level, va: u64) -> u64 {
+    ((bit == Bit::Dirty) as u64) << 63 | (level.index() as u64) << 58 | va >> level.span_shift()
+}
+
+/// A cleared entry: evaluated up to `since` (nothing loaded it before that), with the
+/// caches in `fresh` (bit mask, [`super::caches::RegionCaches`] indices) holding nothing
+/// for its span because of a flush since it was cleared.
+#[derive(Debug, Clone, Copy)]
+pub struct Cleared {
+    pub since: Nanos,
+    /// The engine's operation number at `since`: flushes numbered above it came later.
+    pub seq: u64,
+    pub fresh: u8,
+}
+
+/// Dead PTE/PMD entries kept exactly (16 MiB of keys and set).
+pub const RECENT_DEAD: usize = 1 << 20;
+
+/// log2 of the chunk the older dead entries are counted in.
+const CHUNK_SHIFT: u32 = 30;
+
+#[derive(Debug, Default)]
+pub struct EntryStore {
+    pub cleared: FastMap<u64, Cleared>,
+    /// Cleared entries no access can ever set, kept exactly.
+    dead: FastSet<u64>,
+    /// The PTE/PMD keys of `dead`, oldest first.
+    dead_order: VecDeque<u64>,
+    /// Per (bit, level, 1 GiB chunk): dead entries forgotten from `dead`.
+    dead_counts: FastMap<u64, u32>,
+}
+
+fn level_of(key: u64) -> usize {
+    ((key >> 58) & 7) as usize
+}
+
+/// The chunk counter's key and the number of entries in a chunk.
+fn chunk(key: u64) -> (u64, u64) {
+    let level = Level::from_index(level_of(key));
+    let per_chunk_shift = CHUNK_SHIFT - level.span_shift();
+    let number = key & ((1 << 58) - 1);
+    (
+        key & !((1 << 58) - 1) | number >> per_chunk_shift,
+        1 << per_chunk_shift,
+    )
+}
+
+impl EntryStore {
+    /// Whether the dead entry `key` is clear; `u` is a fixed uniform draw for the entry.
+    pub fn dead_is_clear(&self, key: u64, u: f64) -> bool {
+        if self.dead.contains(&key) {
+            return true;
+        }
+        if level_of(key) >= Level::Pud.index() {
+            return false;
+        }
+        let (c, n) = chunk(key);
+        self.dead_counts
+            .get(&c)
+            .is_some_and(|&count| u < count as f64 / n as f64)
+    }
+
+    /// Records that the dead entry `key` is now clear (it was not).
+    pub fn clear_dead(&mut self, key: u64) {
+        if !self.dead.insert(key) || level_of(key) >= Level::Pud.index() {
+            return;
+        }
+        self.dead_order.push_back(key);
+        if self.dead_order.len() > RECENT_DEAD {
+            let old = self.dead_order.pop_front().expect("non-empty");
+            self.dead.remove(&old);
+            *self.dead_counts.entry(chunk(old).0).or_default() += 1;
+        }
+    }
+
+    /// Approximate bytes held (for memory reports).
+    pub fn memory_bytes(&self) -> usize {
+        self.cleared.capacity() * (8 + std::mem::size_of::<Cleared>() + 1)
+            + self.dead.capacity() * 9
+            + self.dead_order.capacity() * 8
+            + self.dead_counts.capacity() * 13
+    }
+}

@@ -1,0 +1,196 @@
+//! Whether the page walker loaded a cleared entry: the probability that no access since
+//! the clear made a walk that loads it.
+//!
+//! An access inside the entry's span loads the entry when it misses the TLB and every
+//! paging-structure cache at or below the entry's level (mmu.rs: the walk starts below the
+//! deepest cached level). For a random pattern each access lands in the span with
+//! probability `share = |span ∩ region| / |region|` and then loads the entry with
+//! probability `q` from [`RegionCaches::load_probability`]; accesses are independent, so
+//! `n` of them leave the entry alone with probability `(1 - share * q)^n`.
+//!
+//! What invalidates the caches for the span makes the next walk into it load the entry:
+//! - a full flush empties every cache;
+//! - INVLPG drops every paging-structure-cache entry (and the flushed pages' TLB entries);
+//! - a thread switching to a pattern over the span after running one elsewhere whose
+//!   footprint fills a cache has pushed the span's keys out of that cache.
+//!
+//! Those caches are "fresh" for the span until a walk into it, and while the entry is
+//! unloaded no such walk happened, so the state persists until the entry is loaded.
+//! Flush freshness is stored with the entry; switch freshness is re-derived from the
+//! segments of each evaluation window (a cleared entry is normally read once, one sampling
+//! interval after its clear).
+//!
+//! A sequential sweep loads the entry when it enters the span while the caches are fresh,
+//! or, in the steady state, when it enters the span and one lap over the region
+//! overflows every cache involved (LRU under a cyclic sweep larger than the cache misses
+//! on every new key; a smaller one hits forever).
+
+use super::caches::RegionCaches;
+use super::density::{sweep_hits, Schedule, Workload};
+use tierscope_core::workload::PatternKind;
+use tierscope_core::{AddrRange, Level};
+
+/// What a flush invalidated.
+#[derive(Debug, Clone, Copy)]
+pub enum FlushKind {
+    All,
+    /// INVLPG of every 4 KiB page in the range.
+    Pages {
+        start: u64,
+        end: u64,
+    },
+}
+
+/// A flush, at the access index from which it applies.
+#[derive(Debug, Clone, Copy)]
+pub struct FlushEvent {
+    pub seq: u64,
+    pub at: u64,
+    pub kind: FlushKind,
+}
+
+/// Every cache index fresh.
+pub const ALL_FRESH: u8 = 0x1f;
+
+/// The caches `kind` leaves holding nothing for the span of the entry at `level`.
+pub fn flush_mask(kind: FlushKind, level: Level, leaf: Level, span: AddrRange) -> u8 {
+    match kind {
+        FlushKind::All => ALL_FRESH,
+        FlushKind::Pages { start, end } => {
+            let psc = ALL_FRESH & !1;
+            let tlb = level == leaf && AddrRange::new(start, end).overlap(&span) > 0;
+            psc | tlb as u8
+        }
+    }
+}
+
+/// The entry being evaluated.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    pub level: Level,
+    /// The page-table level of the leaf mapping the span.
+    pub leaf: Level,
+    pub span: AddrRange,
+    /// Only stores count (the DIRTY bit).
+    pub stores_only: bool,
+}
+
+/// Everything the evaluation reads.
+pub struct World<'a> {
+    pub workload: &'a Workload,
+    pub caches: &'a [RegionCaches],
+    pub schedules: &'a [Schedule],
+}
+
+fn needed_mask(c: &RegionCaches, level: Level) -> u8 {
+    c.needed(level).fold(0u8, |m, i| m | 1 << i)
+}
+
+/// ln of the probability that no access in `[ia, ib)` loaded the entry, given the flush
+/// freshness `fresh` at `ia` and the flushes (sorted, applying from their `at`) after it.
+pub fn log_no_load(
+    w: &World,
+    t: Target,
+    ia: u64,
+    ib: u64,
+    fresh: u8,
+    flushes: &[FlushEvent],
+) -> f64 {
+    let key = t.span.start >> t.level.span_shift();
+    let mut total = 0.0f64;
+    for sched in w.schedules {
+        let segs = &sched.segments;
+        let mut si = sched.find(ia);
+        let mut fi = 0usize;
+        let mut f = fresh;
+        let mut x = ia;
+        while x < ib && si < segs.len() {
+            let seg = segs[si];
+            let p = &w.workload.patterns[seg.pattern as usize];
+            let overlap = p.region.overlap(&t.span);
+            if seg.first >= ia && seg.first == x && overlap > 0 {
+                // The thread switched to this pattern: caches filled by the previous one
+                // hold nothing of this span.
+                let prev_touches = seg.prev != u32::MAX
+                    && w.workload.patterns[seg.prev as usize]
+                        .region
+                        .overlap(&t.span)
+                        > 0;
+                if !prev_touches {
+                    f |= if seg.prev == u32::MAX {
+                        ALL_FRESH
+                    } else {
+                        w.caches[seg.prev as usize].evict_mask()
+                    };
+                }
+            }
+            while fi < flushes.len() && flushes[fi].at <= x {
+                f |= flush_mask(flushes[fi].kind, t.level, t.leaf, t.span);
+                fi += 1;
+            }
+            let mut y = seg.end().min(ib);
+            if fi < flushes.len() && flushes[fi].at < y {
+                y = flushes[fi].at;
+            }
+            let n = y - x;
+            if n > 0 && overlap > 0 {
+                let share = if t.stores_only { p.store_share() } else { 1.0 };
+                let c = &w.caches[seg.pattern as usize];
+                if share > 0.0 {
+                    match p.kind {
+                        PatternKind::Random => {
+                            let s = share * overlap as f64 / p.region.len() as f64;
+                            let inside = AddrRange::new(
+                                t.span.start.max(p.region.start),
+                                t.span.end.min(p.region.end),
+                            );
+                            let q = c.load_probability(t.level, key, inside, f);
+                            let sq = (s * q).min(1.0);
+                            if sq >= 1.0 {
+                                return f64::NEG_INFINITY;
+                            }
+                            total += n as f64 * (-sq).ln_1p();
+                        }
+                        PatternKind::Sequential => {
+                            let size = p.region.len();
+                            let off = ((seg.offset as u128
+                                + (x - seg.first) as u128 * p.stride as u128)
+                                % size as u128) as u64;
+                            let lo = t.span.start.max(p.region.start) - p.region.start;
+                            let hi = t.span.end.min(p.region.end) - p.region.start;
+                            let need = needed_mask(c, t.level);
+                            let loaded = if f & need != 0 {
+                                sweep_hits(off, p.stride, size, n, lo, hi)
+                            } else {
+                                c.evict_mask() & need == need
+                                    && sweep_hits(
+                                        off,
+                                        p.stride,
+                                        size,
+                                        n,
+                                        lo,
+                                        lo + p.stride.min(hi - lo),
+                                    )
+                            };
+                            if loaded {
+                                return f64::NEG_INFINITY;
+                            }
+                        }
+                    }
+                }
+            }
+            x = y;
+            if x >= seg.end() {
+                si += 1;
+            }
+        }
+    }
+    total
+}
+
+/// The flush freshness after applying `flushes` to `fresh`.
+pub fn fresh_after(fresh: u8, t: Target, flushes: &[FlushEvent]) -> u8 {
+    flushes.iter().fold(fresh, |f, e| {
+        f | flush_mask(e.kind, t.level, t.leaf, t.span)
+    })
+}

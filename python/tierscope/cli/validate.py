@@ -1,0 +1,194 @@
+"""`tierscope validate`: run one experiment on the real machine (kvm) and on the exact
+simulator, and print precision, recall and cost side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from tierscope.experiment import config_error
+from tierscope.output import OutputError
+from tierscope.results import RunResult, _finite_or_none
+from tierscope.texttable import align
+
+EPILOG = """\
+example:
+  tierscope validate experiments/kvm-16g.toml --out runs/kvm-16g-validate
+
+outputs in DIR: validate.json (the table's numbers), and the full outputs of both runs
+in DIR/kvm and DIR/exact (metrics.json, windows CSVs, heatmaps, damo records).
+The experiment's own `engine` is ignored; its [machine.kvm] table applies to the kvm
+run only, and monitors only kvm has (pml) are left out of the exact run.
+"""
+
+ENGINES = ("kvm", "exact")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="run an experiment on kvm (real bits) and on the exact simulator, side by side",
+        description=(
+            "Run the same experiment on the kvm engine (the workload in a KVM micro-VM,\n"
+            "real ACCESSED/DIRTY bits, real time) and on the exact simulator, and print\n"
+            "precision, recall and cost of every monitor side by side."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("experiment", metavar="EXPERIMENT", help="experiment file (TOML or JSON)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--quiet", action="store_true", help="no progress bars and no table")
+    p.set_defaults(func=main)
+
+
+def check_dir(out: Path) -> None:
+    """Raises `OutputError` unless `out` is absent, empty, or an earlier validate output."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir() or out.is_symlink():
+        raise OutputError(f"{out}: exists and is not a directory; choose another --out")
+    if (out / "validate.json").is_file() or not any(out.iterdir()):
+        return
+    raise OutputError(
+        f"{out}: exists and does not look like a tierscope validate output (no "
+        "validate.json); refusing to replace it, choose another --out"
+    )
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The experiment file as a dict, its MASIM path made absolute."""
+    text = path.read_text(encoding="utf-8")
+    data: dict[str, Any] = (
+        json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    )
+    workload = data.get("workload", {})
+    masim = workload.get("masim")
+    if isinstance(masim, str) and not Path(masim).is_absolute():
+        workload["masim"] = str((path.resolve().parent / masim).resolve())
+    return data
+
+
+def kvm_only(monitor: dict[str, Any]) -> bool:
+    """Whether a [[monitors]] table needs the kvm engine (the pml monitor)."""
+    return "pml" in (monitor.get("type"), monitor.get("preset"))
+
+
+def variant(data: dict[str, Any], engine: str) -> dict[str, Any]:
+    """The experiment for one engine: `engine` set, [machine.kvm] and kvm-only monitors
+    dropped for the simulator."""
+    exp = json.loads(json.dumps(data))
+    machine = exp.setdefault("machine", {})
+    machine["engine"] = engine
+    if engine != "kvm":
+        machine.pop("kvm", None)
+        exp["monitors"] = [m for m in exp.get("monitors", []) if not kvm_only(m)]
+    return exp
+
+
+def row(result: RunResult, name: str) -> dict[str, Any] | None:
+    m = result.monitors.get(name)
+    if m is None:
+        return None
+    s = m.summary
+    duration_s = result.duration_ns / 1e9
+    values = {
+        "precision": s["precision"],
+        "recall": s["recall"],
+        "f1": s["f1"],
+        "cpu_percent_model": s["cpu_percent"],
+        # Measured on kvm only (0 from a simulated engine).
+        "monitor_cpu_percent_real": (
+            100.0 * m.monitor_cpu_ns / result.duration_ns if m.monitor_cpu_ns else None
+        ),
+        "bits_cleared": s["bits_cleared"],
+        "entries_read": s["entries_read"],
+        "flushes": s["flushes"],
+        "windows_evaluated": s["windows_evaluated"],
+        "accesses_per_s": m.machine.get("accesses", 0) / duration_s,
+    }
+    # validate.json is strict JSON: NaN (no window evaluated) becomes null.
+    return {k: _finite_or_none(v) for k, v in values.items()}
+
+
+def fmt(v: Any, spec: str) -> str:
+    if v is None:
+        return "-"
+    return format(v, spec)
+
+
+def format_table(rows: dict[str, dict[str, dict[str, Any] | None]]) -> str:
+    """monitor | precision kvm / exact | recall kvm / exact | modelled cpu % | real cpu %
+    (kvm) | bits cleared | kvm accesses/s."""
+    head = (
+        "monitor",
+        "precision kvm",
+        "exact",
+        "recall kvm",
+        "exact",
+        "model cpu% kvm",
+        "exact",
+        "real cpu% kvm",
+        "bits cleared kvm",
+        "exact",
+        "kvm accesses/s",
+    )
+    lines = [head]
+    for name, r in rows.items():
+        k, e = r["kvm"] or {}, r["exact"] or {}
+        lines.append(
+            (
+                name,
+                fmt(k.get("precision"), ".3f"),
+                fmt(e.get("precision"), ".3f"),
+                fmt(k.get("recall"), ".3f"),
+                fmt(e.get("recall"), ".3f"),
+                fmt(k.get("cpu_percent_model"), ".3f"),
+                fmt(e.get("cpu_percent_model"), ".3f"),
+                fmt(k.get("monitor_cpu_percent_real"), ".3f"),
+                fmt(k.get("bits_cleared"), ","),
+                fmt(e.get("bits_cleared"), ","),
+                fmt(k.get("accesses_per_s"), ".3g"),
+            )
+        )
+    return align(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    from tierscope import Unavailable, _core, load_experiment, run
+
+    path = Path(args.experiment)
+    out = Path(args.out)
+    # The file as written must be valid (errors name its own lines).
+    load_experiment(path)
+    reason = _core.kvm_unavailable()
+    if reason is not None:
+        raise Unavailable(f"the kvm engine cannot run here: {reason}")
+    check_dir(out)
+    try:
+        data = read_file(path)
+    except (OSError, ValueError) as e:
+        raise config_error(str(path), f"cannot read the experiment file: {e}") from None
+    results: dict[str, RunResult] = {}
+    for engine in ENGINES:
+        exp = load_experiment(variant(data, engine), source_name=f"{path} (engine {engine})")
+        results[engine] = run(
+            exp, out=out / engine, progress=not args.quiet, threads=1 if engine == "kvm" else 0
+        )
+    names = list(results["kvm"].monitors)
+    rows = {n: {e: row(results[e], n) for e in ENGINES} for n in names}
+    doc = {
+        "experiment": str(path),
+        "duration_ns": results["kvm"].duration_ns,
+        "block_size": results["kvm"].block_size,
+        "monitors": rows,
+    }
+    (out / "validate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    if not args.quiet:
+        print(format_table(rows))
+        print(f"outputs in {out}", file=sys.stderr)
+    return 0
