@@ -195,26 +195,41 @@ impl PebsMonitor {
         }
     }
 
+    /// The window's regions: each mapping cut at the sampled bins, a bin's region carrying
+    /// its sample count, the stretches between sampled bins as regions with none. Touches
+    /// only the sampled bins, so a 5 TB heap costs no more than a small one.
     fn report(&self, m: &dyn Machine) -> Vec<RegionReport> {
-        let bin = self.cfg.bin.0;
-        let shift = bin.trailing_zeros();
+        let shift = self.cfg.bin.0.trailing_zeros();
+        let mut sampled: Vec<(u64, u32)> = self.bins.iter().map(|(&b, &n)| (b, n)).collect();
+        sampled.sort_unstable();
         let mut out: Vec<RegionReport> = vec![];
+        let mut push = |start: u64, end: u64, nr_accesses: u32| match out.last_mut() {
+            Some(r) if r.end == start && r.nr_accesses == nr_accesses => r.end = end,
+            _ => out.push(RegionReport {
+                start,
+                end,
+                nr_accesses,
+                age: 0,
+            }),
+        };
         for map in m.mappings() {
-            let mut pos = map.range.start;
-            while pos < map.range.end {
-                let b = pos >> shift;
-                let end = ((b + 1) << shift).min(map.range.end);
-                let nr = self.bins.get(&b).copied().unwrap_or(0);
-                match out.last_mut() {
-                    Some(r) if r.end == pos && r.nr_accesses == nr => r.end = end,
-                    _ => out.push(RegionReport {
-                        start: pos,
-                        end,
-                        nr_accesses: nr,
-                        age: 0,
-                    }),
+            let (start, end) = (map.range.start, map.range.end);
+            let mut pos = start;
+            let first = sampled.partition_point(|&(b, _)| ((b + 1) << shift) <= start);
+            for &(b, n) in &sampled[first..] {
+                let bin_start = (b << shift).max(start);
+                if bin_start >= end {
+                    break;
                 }
-                pos = end;
+                let bin_end = ((b + 1) << shift).min(end);
+                if pos < bin_start {
+                    push(pos, bin_start, 0);
+                }
+                push(bin_start, bin_end, n);
+                pos = bin_end;
+            }
+            if pos < end {
+                push(pos, end, 0);
             }
         }
         out
@@ -465,5 +480,51 @@ mod tests {
         });
         run(&mut p, &mut m, S);
         assert_eq!(p.throttle().max_samples_per_tick, 100);
+    }
+
+    /// The per-bin report the monitor used to build: every bin of every mapping looked up.
+    fn report_per_bin(
+        bins: &std::collections::HashMap<u64, u32>,
+        maps: &[Mapping],
+        shift: u32,
+    ) -> Vec<RegionReport> {
+        let mut out: Vec<RegionReport> = vec![];
+        for map in maps {
+            let mut pos = map.range.start;
+            while pos < map.range.end {
+                let b = pos >> shift;
+                let end = ((b + 1) << shift).min(map.range.end);
+                let nr = bins.get(&b).copied().unwrap_or(0);
+                match out.last_mut() {
+                    Some(r) if r.end == pos && r.nr_accesses == nr => r.end = end,
+                    _ => out.push(RegionReport {
+                        start: pos,
+                        end,
+                        nr_accesses: nr,
+                        age: 0,
+                    }),
+                }
+                pos = end;
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sparse_report_equals_per_bin_report(
+            samples in proptest::collection::vec((0u64..600, 1u32..4), 0..80),
+        ) {
+            let mut p = PebsMonitor::new(PebsConfig::default());
+            let shift = p.cfg.bin.0.trailing_zeros();
+            // Bins straddling the heap start and end exercise the clipping.
+            let base = (HEAP.start >> shift).saturating_sub(2);
+            for (b, n) in samples {
+                *p.bins.entry(base + b).or_insert(0) += n;
+            }
+            let s = Stream::new(1_000_000);
+            let oracle = report_per_bin(&p.bins, s.mappings(), shift);
+            proptest::prop_assert_eq!(p.report(&s), oracle);
+        }
     }
 }

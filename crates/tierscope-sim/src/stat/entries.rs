@@ -34,8 +34,15 @@ impl Hasher for KeyHasher {
         }
     }
     fn write_u64(&mut self, x: u64) {
-        let h = (self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 29);
+        // SplitMix64's finaliser of the key's 64-entry block, with the position in the
+        // block added to the low bits (the bucket index) and the top seven (hashbrown's
+        // tag): random keys spread like a full mix, while a linear scan's consecutive
+        // entries land in consecutive buckets and stay cache-friendly.
+        let mut z = (self.0 ^ (x >> 6)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let low = x & 63;
+        self.0 = (z ^ (z >> 31)) ^ low ^ (low << 57);
     }
 }
 
