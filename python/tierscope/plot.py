@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tierscope.results import MonitorResult
+from tierscope.results import MonitorResult, RunResult
 
 GiB = float(1 << 30)
 #: Address rows of a heatmap (fewer when the heap has fewer 4 KiB pages).
@@ -131,4 +131,27 @@ def heatmap(
     bottom.set_xlabel("time (s)")
     if nwin == 0:
         top.text(0.5, 0.5, "no aggregation window ended", transform=top.transAxes, ha="center")
+    fig.savefig(path, dpi=100)
+
+
+def timeline(result: RunResult, path: Path, *, title: str | None = None) -> None:
+    """Writes a PNG of every monitor's per-window precision and recall over time (the
+    shape of the Telescope paper's Figures 8 and 9)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 6), layout="constrained")
+    prec_ax, rec_ax = fig.subplots(2, 1, sharex=True)
+    for name, monitor in result.monitors.items():
+        w = monitor.windows
+        t = w["end_ns"].astype(float) / 1e9
+        prec_ax.plot(t, w["precision"], label=name, linewidth=1)
+        rec_ax.plot(t, w["recall"], label=name, linewidth=1)
+    prec_ax.set_ylabel("precision")
+    rec_ax.set_ylabel("recall")
+    rec_ax.set_xlabel("time (s)")
+    for ax in (prec_ax, rec_ax):
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    prec_ax.legend(loc="lower right", fontsize="small", ncols=3)
+    prec_ax.set_title(title or f"{result.experiment.name}: precision and recall per window")
     fig.savefig(path, dpi=100)

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from tierscope.cli import compare as compare_cmd
+from tierscope.cli import repro as repro_cmd
 from tierscope.cli import run as run_cmd
 from tierscope.cli import validate as validate_cmd
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run_cmd.register(sub)
     compare_cmd.register(sub)
+    repro_cmd.register(sub)
     validate_cmd.register(sub)
     return parser
 

@@ -1,0 +1,148 @@
+"""`tierscope repro telescope`: run the Telescope paper's experiments (experiments/paper/,
+statistical engine) and print our numbers next to the paper's.
+
+For each experiment it writes the usual run outputs (metrics.json, heatmaps like the
+paper's Figure 7, damo records) plus timeline.png (precision and recall per window, like
+Figures 8 and 9) into DIR/NAME, then prints and writes DIR/repro.md and DIR/repro.json:
+precision / recall ours vs the paper's (section 6.2), and Table 2 (monitor cycles) with
+ACCESSED bits flipped (Figure 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tierscope import paper
+from tierscope.experiment import config_error
+from tierscope.texttable import align
+
+#: Where the experiment files live, relative to the repository root.
+PAPER_DIR = Path(__file__).resolve().parents[3] / "experiments" / "paper"
+SOURCE = "command line"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "repro",
+        help="reproduce a paper's experiments and compare with its numbers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paper", choices=["telescope"], help="which paper (telescope)")
+    p.add_argument("--out", default="runs/repro-telescope", metavar="DIR", help="output directory")
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help=f"run only this experiment (repeatable): {', '.join(paper.EXPERIMENTS)}",
+    )
+    p.add_argument("--threads", type=int, default=0, metavar="N", help="0: one per core")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=main)
+
+
+def _cell(v: float) -> str:
+    return f"{v:.3f}"
+
+
+def rows_for(
+    name: str, metrics: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Precision/recall rows and cost rows of one experiment's metrics."""
+    quality, cost = [], []
+    for monitor, m in metrics["monitors"].items():
+        pp, pr = paper.PRECISION_RECALL.get((name, monitor), ("", ""))
+        quality.append(
+            {
+                "experiment": name,
+                "monitor": monitor,
+                "precision": m["precision"],
+                "recall": m["recall"],
+                "paper_precision": pp,
+                "paper_recall": pr,
+            }
+        )
+        cost.append(
+            {
+                "experiment": name,
+                "monitor": monitor,
+                "gcycles": m["cycles"] / 1e9,
+                "paper_gcycles": paper.TABLE2_GCYCLES.get((name, monitor)),
+                "bits_flipped": m["bits_cleared"],
+                "cpu_percent": m["cpu_percent"],
+            }
+        )
+    return quality, cost
+
+
+def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> str:
+    q = [("experiment", "monitor", "precision", "recall", "paper precision", "paper recall")]
+    q += [
+        (
+            r["experiment"],
+            r["monitor"],
+            _cell(r["precision"]),
+            _cell(r["recall"]),
+            r["paper_precision"] or "-",
+            r["paper_recall"] or "-",
+        )
+        for r in quality
+    ]
+    c = [("experiment", "monitor", "Gcycles", "paper Gcycles (Table 2)", "bits flipped", "cpu %")]
+    c += [
+        (
+            r["experiment"],
+            r["monitor"],
+            f"{r['gcycles']:.2f}",
+            "-" if r["paper_gcycles"] is None else f"{r['paper_gcycles']:.2f}",
+            f"{r['bits_flipped']:,}",
+            f"{r['cpu_percent']:.3f}",
+        )
+        for r in cost
+    ]
+    return align(q) + "\n\n" + align(c)
+
+
+def main(args: argparse.Namespace) -> int:
+    from tierscope import run
+    from tierscope.output import check_target
+    from tierscope.plot import timeline
+
+    names = args.only or list(paper.EXPERIMENTS)
+    unknown = [n for n in names if n not in paper.EXPERIMENTS]
+    if unknown:
+        raise config_error(
+            SOURCE,
+            f"--only: unknown experiment {unknown[0]!r} (expected one of "
+            f"{', '.join(paper.EXPERIMENTS)})",
+        )
+    out = Path(args.out)
+    for n in names:
+        check_target(out / n)
+    quality: list[dict[str, Any]] = []
+    cost: list[dict[str, Any]] = []
+    walls: dict[str, float] = {}
+    for n in names:
+        t0 = time.monotonic()
+        result = run(
+            PAPER_DIR / f"{n}.toml", out=out / n, progress=not args.quiet, threads=args.threads
+        )
+        walls[n] = time.monotonic() - t0
+        timeline(result, out / n / "timeline.png", title=paper.EXPERIMENTS[n])
+        q, c = rows_for(n, result.metrics)
+        quality += q
+        cost += c
+    text = format_tables(quality, cost)
+    print(text)
+    total = sum(walls.values())
+    print(f"\n{len(names)} experiments in {total:.0f} s wall; outputs in {out}")
+    (out / "repro.md").write_text(text + "\n", encoding="utf-8")
+    (out / "repro.json").write_text(
+        json.dumps({"quality": quality, "cost": cost, "wall_s": walls}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    return 0

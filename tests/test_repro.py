@@ -1,0 +1,49 @@
+"""`tierscope repro telescope`: runs paper experiments and sets them beside the paper."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from conftest import run_cli
+from tierscope.cli.repro import PAPER_DIR
+from tierscope.paper import EXPERIMENTS, PRECISION_RECALL
+
+
+def test_every_listed_experiment_has_a_file() -> None:
+    for name in EXPERIMENTS:
+        assert (PAPER_DIR / f"{name}.toml").is_file(), name
+    # Every paper claim refers to a listed experiment.
+    assert {e for e, _ in PRECISION_RECALL} <= set(EXPERIMENTS)
+
+
+def test_one_experiment_writes_outputs_and_tables(tmp_path: Path) -> None:
+    out = tmp_path / "repro"
+    r = run_cli(
+        "repro", "telescope", "--only", "needle-5t-thp", "--out", out, "--quiet", cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr
+    exp = tomllib.loads((PAPER_DIR / "needle-5t-thp.toml").read_text())
+    monitors = [m.get("name", m.get("preset")) for m in exp["monitors"]]
+    run_dir = out / "needle-5t-thp"
+    assert (run_dir / "metrics.json").is_file()
+    assert (run_dir / "timeline.png").stat().st_size > 0
+    for m in monitors:
+        assert (run_dir / f"heatmap-{m}.png").is_file()
+    data = json.loads((out / "repro.json").read_text())
+    assert [q["monitor"] for q in data["quality"]] == monitors
+    metrics = json.loads((run_dir / "metrics.json").read_text())["monitors"]
+    for q in data["quality"]:
+        assert q["precision"] == metrics[q["monitor"]]["precision"]
+    md = (out / "repro.md").read_text()
+    assert "paper precision" in md and "paper Gcycles (Table 2)" in md
+    assert all(m in md for m in monitors)
+
+
+def test_unknown_experiment_is_bad_input(tmp_path: Path) -> None:
+    r = run_cli("repro", "telescope", "--only", "moonbase", "--out", tmp_path / "x", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "--only" in r.stderr and "moonbase" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
