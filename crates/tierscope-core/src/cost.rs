@@ -41,6 +41,23 @@ pub struct CostCounters {
 }
 
 impl CostCounters {
+    /// Charges a read of one entry's ACCESSED or DIRTY bit reached by a software walk of
+    /// `steps` tables. Every engine charges through here, so they count alike.
+    #[inline]
+    pub fn charge_read(&mut self, steps: u64) {
+        self.entries_read += 1;
+        self.walk_steps += steps;
+    }
+
+    /// Charges a test-and-clear reached by a walk of `steps` tables that found the bit
+    /// `was_set` (for ACCESSED, the paper's "bits flipped" counts these).
+    #[inline]
+    pub fn charge_test_and_clear(&mut self, steps: u64, was_set: bool) {
+        self.charge_read(steps);
+        self.clear_ops += 1;
+        self.bits_cleared += was_set as u64;
+    }
+
     pub fn add(&mut self, o: &CostCounters) {
         self.entries_read += o.entries_read;
         self.walk_steps += o.walk_steps;

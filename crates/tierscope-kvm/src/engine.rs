@@ -763,8 +763,7 @@ impl Machine for KvmEngine {
         if v & pte::PRESENT == 0 {
             return None;
         }
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps;
+        self.cost.charge_read(steps);
         Some(v & pte::ACCESSED != 0)
     }
 
@@ -775,10 +774,7 @@ impl Machine for KvmEngine {
             return None;
         }
         let old = a.fetch_and(!pte::ACCESSED, Ordering::AcqRel) & pte::ACCESSED != 0;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps;
-        self.cost.clear_ops += 1;
-        self.cost.bits_cleared += u64::from(old);
+        self.cost.charge_test_and_clear(steps, old);
         Some(old)
     }
 
@@ -786,8 +782,7 @@ impl Machine for KvmEngine {
         let level = self.leaf_level(va)?;
         let (e, steps) = self.vm().entry_gpa(level, va)?;
         let v = self.vm().phys_u64(e).load(Ordering::Acquire);
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps;
+        self.cost.charge_read(steps);
         Some(v & pte::DIRTY != 0)
     }
 
@@ -801,8 +796,7 @@ impl Machine for KvmEngine {
             .fetch_and(!pte::DIRTY, Ordering::AcqRel)
             & pte::DIRTY
             != 0;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps;
+        self.cost.charge_read(steps);
         self.cost.clear_ops += 1;
         Some(old)
     }

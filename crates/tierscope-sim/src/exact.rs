@@ -180,8 +180,7 @@ impl Machine for ExactEngine {
 
     fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
         let (e, steps) = self.mmu.pt.locate(level, va)?;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         Some(self.mmu.pt.accessed(e))
     }
 
@@ -189,17 +188,13 @@ impl Machine for ExactEngine {
         let (e, steps) = self.mmu.pt.locate(level, va)?;
         let old = self.mmu.pt.accessed(e);
         self.mmu.pt.clear_accessed(e);
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
-        self.cost.clear_ops += 1;
-        self.cost.bits_cleared += old as u64;
+        self.cost.charge_test_and_clear(steps as u64, old);
         Some(old)
     }
 
     fn dirty(&mut self, va: u64) -> Option<bool> {
         let (_, e, steps) = self.mmu.pt.leaf(va)?;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         Some(self.mmu.pt.dirty(e))
     }
 
@@ -207,8 +202,7 @@ impl Machine for ExactEngine {
         let (_, e, steps) = self.mmu.pt.leaf(va)?;
         let old = self.mmu.pt.dirty(e);
         self.mmu.pt.clear_dirty(e);
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         self.cost.clear_ops += 1;
         Some(old)
     }

@@ -247,8 +247,7 @@ impl Machine for StatEngine {
 
     fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
         let (leaf, steps) = self.locate(level, va)?;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         Some(self.read(Bit::Accessed, level, leaf, va))
     }
 
@@ -256,18 +255,14 @@ impl Machine for StatEngine {
         let (leaf, steps) = self.locate(level, va)?;
         let old = self.read(Bit::Accessed, level, leaf, va);
         self.clear(Bit::Accessed, level, va);
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
-        self.cost.clear_ops += 1;
-        self.cost.bits_cleared += old as u64;
+        self.cost.charge_test_and_clear(steps as u64, old);
         Some(old)
     }
 
     fn dirty(&mut self, va: u64) -> Option<bool> {
         let leaf = self.mapping_of(va)?.page_size.leaf_level();
         let (_, steps) = self.locate(leaf, va)?;
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         Some(self.read(Bit::Dirty, leaf, leaf, va))
     }
 
@@ -276,8 +271,7 @@ impl Machine for StatEngine {
         let (_, steps) = self.locate(leaf, va)?;
         let old = self.read(Bit::Dirty, leaf, leaf, va);
         self.clear(Bit::Dirty, leaf, va);
-        self.cost.entries_read += 1;
-        self.cost.walk_steps += steps as u64;
+        self.cost.charge_read(steps as u64);
         self.cost.clear_ops += 1;
         Some(old)
     }
