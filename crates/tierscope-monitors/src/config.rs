@@ -376,6 +376,11 @@ pub struct PebsConfig {
     pub aggr: Duration,
     /// Samples are counted per aligned bin of this size (paper: 2 MB).
     pub bin: Size,
+    /// A bin is reported hot (nr_accesses = its samples) only with at least this many
+    /// samples in the window; below it, cold (0). Default 4: HeMem's threshold (>= 4
+    /// sampled reads or writes), whose 2 MB granularity the paper adopts; 1 reports every
+    /// sampled bin. docs/BASELINES.md, section 2.
+    pub hot_samples: u32,
     /// The kernel's tick (HZ=1000): throttling and the frequency adjustment act per tick.
     pub tick: Duration,
     /// kernel.perf_event_max_sample_rate.
@@ -395,6 +400,7 @@ impl Default for PebsConfig {
             event: PmuEvent::LoadsAndStores,
             aggr: Duration(200 * NS_PER_MS),
             bin: Size(2 << 20),
+            hot_samples: 4,
             tick: Duration(NS_PER_MS),
             max_sample_rate: 100_000,
             cpu_time_max_percent: 25,
@@ -422,6 +428,12 @@ impl PebsConfig {
             return Err(format!(
                 "bin: must be a power of two of at least 4KiB, got {} bytes",
                 self.bin.0
+            ));
+        }
+        if self.hot_samples == 0 {
+            return Err(format!(
+                "hot_samples: must be at least 1 (samples in a window that make a bin hot), got {}",
+                self.hot_samples
             ));
         }
         if self.tick.0 == 0 || self.aggr.0 < self.tick.0 {

@@ -1,7 +1,8 @@
 //! PEBS sampling driven by perf (the Telescope paper's "PMU" baseline, section 6.1.1):
 //! the machine's PMU records the address of every `period`-th qualifying event; the
 //! monitor aggregates the samples into `bin`-sized bins per window and reports the bins
-//! as regions (nr_accesses = samples in the bin).
+//! with at least `hot_samples` samples as hot regions (nr_accesses = samples in the bin),
+//! everything else as cold.
 //!
 //! What the kernel does around the hardware is modelled per tick (HZ = 1000):
 //! - frequency mode (`perf -F`): the period starts at 1 and adapts toward
@@ -195,12 +196,18 @@ impl PebsMonitor {
         }
     }
 
-    /// The window's regions: each mapping cut at the sampled bins, a bin's region carrying
-    /// its sample count, the stretches between sampled bins as regions with none. Touches
-    /// only the sampled bins, so a 5 TB heap costs no more than a small one.
+    /// The window's regions: each mapping cut at the hot bins (at least `hot_samples`
+    /// samples), a hot bin's region carrying its sample count, the stretches between them
+    /// as regions with none: a bin with fewer samples reads cold, as in HeMem. Touches only
+    /// the sampled bins, so a 5 TB heap costs no more than a small one.
     fn report(&self, m: &dyn Machine) -> Vec<RegionReport> {
         let shift = self.cfg.bin.0.trailing_zeros();
-        let mut sampled: Vec<(u64, u32)> = self.bins.iter().map(|(&b, &n)| (b, n)).collect();
+        let mut sampled: Vec<(u64, u32)> = self
+            .bins
+            .iter()
+            .filter(|&(_, &n)| n >= self.cfg.hot_samples)
+            .map(|(&b, &n)| (b, n))
+            .collect();
         sampled.sort_unstable();
         let mut out: Vec<RegionReport> = vec![];
         let mut push = |start: u64, end: u64, nr_accesses: u32| match out.last_mut() {
@@ -278,6 +285,7 @@ impl Monitor for PebsMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tierscope_core::rng::Rng;
     use tierscope_core::units::{Duration, Rate};
     use tierscope_core::{
         AddrRange, CostCounters, Flush, Level, Mapping, PageSize, Paging, PmuEvent,
@@ -286,11 +294,13 @@ mod tests {
     const HEAP: AddrRange = AddrRange::new(1 << 30, 2 << 30);
 
     /// A PMU over a constant stream of `rate` events per second, every event at an
-    /// address that walks the heap in 4 KiB steps. It counts down from the period exactly
-    /// like the exact engine's counters.
+    /// address that walks the heap in 4 KiB steps (or, with `spread`, uniformly random in
+    /// the heap's first `bins` 2 MiB bins). It counts down from the period exactly like the
+    /// exact engine's counters.
     struct Stream {
         maps: Vec<Mapping>,
         rate: u64,
+        spread: Option<(u64, Rng)>,
         period: Option<u64>,
         left: u64,
         /// Events generated so far.
@@ -308,6 +318,7 @@ mod tests {
                     name: "heap".into(),
                 }],
                 rate,
+                spread: None,
                 period: None,
                 left: 0,
                 events: 0,
@@ -365,7 +376,10 @@ mod tests {
                 self.events = hit;
                 self.left = p;
                 let time = (hit as u128 * 1_000_000_000 / self.rate as u128) as u64;
-                let va = HEAP.start + (hit * 4096) % HEAP.len();
+                let va = match &mut self.spread {
+                    Some((bins, rng)) => HEAP.start + rng.below(*bins << 21),
+                    None => HEAP.start + (hit * 4096) % HEAP.len(),
+                };
                 out.push(PmuSample {
                     time,
                     va,
@@ -399,6 +413,8 @@ mod tests {
         let mut m = Stream::new(10_000_000);
         let mut p = PebsMonitor::new(PebsConfig {
             period: Some(1_000),
+            // Every sampled bin reported, so the snapshot accounts for every sample.
+            hot_samples: 1,
             ..PebsConfig::default()
         });
         let (kept, snaps) = run(&mut p, &mut m, S);
@@ -482,11 +498,58 @@ mod tests {
         assert_eq!(p.throttle().max_samples_per_tick, 100);
     }
 
-    /// The per-bin report the monitor used to build: every bin of every mapping looked up.
+    #[test]
+    fn recall_is_the_chance_of_hot_samples_per_bin() {
+        // 1000 samples per window spread uniformly over 512 hot bins: a bin's samples are
+        // about Poisson(1000 / 512), so a window reports a share P(Poisson >= hot_samples)
+        // of the hot bins (0.858, 0.581, 0.135 for 1, 2, 4). Over 25 windows, 0.015 is at
+        // least 3.4 standard deviations of the mean.
+        const BINS: u64 = 512;
+        for (k, want) in [(1, 0.8582), (2, 0.5812), (4, 0.1345)] {
+            let mut m = Stream::new(10_000_000);
+            m.spread = Some((BINS, Rng::new(k as u64)));
+            let mut p = PebsMonitor::new(PebsConfig {
+                period: Some(2_000),
+                hot_samples: k,
+                ..PebsConfig::default()
+            });
+            let (_, snaps) = run(&mut p, &mut m, 5 * S);
+            assert_eq!(snaps.len(), 25);
+            let found: u64 = snaps
+                .iter()
+                .flat_map(|s| &s.regions)
+                .filter(|r| r.nr_accesses > 0)
+                .map(|r| {
+                    assert!(r.nr_accesses >= k, "a bin under hot_samples reported hot");
+                    (r.end - r.start) >> 21
+                })
+                .sum();
+            let recall = found as f64 / (BINS * snaps.len() as u64) as f64;
+            assert!(
+                (recall - want).abs() < 0.015,
+                "hot_samples {k}: recall {recall}"
+            );
+        }
+    }
+
+    #[test]
+    fn hot_samples_must_be_positive() {
+        let cfg = |hot_samples| PebsConfig {
+            hot_samples,
+            ..PebsConfig::default()
+        };
+        let err = cfg(0).validate().unwrap_err();
+        assert!(err.starts_with("hot_samples: must be at least 1"), "{err}");
+        assert_eq!(cfg(1).validate(), Ok(()));
+    }
+
+    /// The per-bin report the monitor used to build: every bin of every mapping looked up,
+    /// bins under `hot` samples cold.
     fn report_per_bin(
         bins: &std::collections::HashMap<u64, u32>,
         maps: &[Mapping],
         shift: u32,
+        hot: u32,
     ) -> Vec<RegionReport> {
         let mut out: Vec<RegionReport> = vec![];
         for map in maps {
@@ -494,7 +557,7 @@ mod tests {
             while pos < map.range.end {
                 let b = pos >> shift;
                 let end = ((b + 1) << shift).min(map.range.end);
-                let nr = bins.get(&b).copied().unwrap_or(0);
+                let nr = bins.get(&b).copied().filter(|&n| n >= hot).unwrap_or(0);
                 match out.last_mut() {
                     Some(r) if r.end == pos && r.nr_accesses == nr => r.end = end,
                     _ => out.push(RegionReport {
@@ -514,8 +577,12 @@ mod tests {
         #[test]
         fn sparse_report_equals_per_bin_report(
             samples in proptest::collection::vec((0u64..600, 1u32..4), 0..80),
+            hot_samples in 1u32..6,
         ) {
-            let mut p = PebsMonitor::new(PebsConfig::default());
+            let mut p = PebsMonitor::new(PebsConfig {
+                hot_samples,
+                ..PebsConfig::default()
+            });
             let shift = p.cfg.bin.0.trailing_zeros();
             // Bins straddling the heap start and end exercise the clipping.
             let base = (HEAP.start >> shift).saturating_sub(2);
@@ -523,7 +590,7 @@ mod tests {
                 *p.bins.entry(base + b).or_insert(0) += n;
             }
             let s = Stream::new(1_000_000);
-            let oracle = report_per_bin(&p.bins, s.mappings(), shift);
+            let oracle = report_per_bin(&p.bins, s.mappings(), shift, hot_samples);
             proptest::prop_assert_eq!(p.report(&s), oracle);
         }
     }
