@@ -1,6 +1,7 @@
 //! Snapshots against the truth: precision and recall at block granularity.
 
 use crate::result::{Summary, WindowMetrics};
+use tierscope_core::workload::WorkloadSpec;
 use tierscope_core::{BlockIntervals, CostCounters, CostModel, Snapshot};
 
 /// The blocks reported hot: every block that a region with `nr_accesses >= hot_threshold`
@@ -105,13 +106,83 @@ pub fn windows(
         .collect()
 }
 
-/// Means over windows ending after `warmup_ns` (all windows when none does), with costs.
+/// Precision and recall a window needs, both, for a monitor to have converged.
+pub const CONVERGED: f64 = 0.9;
+
+/// When the workload's phase changes, within `(warmup_ns, duration_ns)`: every phase
+/// boundary, the phases repeating in a cycle (a one-phase workload never changes).
+pub fn phase_changes(spec: &WorkloadSpec, warmup_ns: u64, duration_ns: u64) -> Vec<u64> {
+    let cycle = spec.phases_duration();
+    if spec.phases.len() < 2 || cycle == 0 {
+        return vec![];
+    }
+    let mut out = vec![];
+    let mut t = 0u64;
+    'cycles: loop {
+        for p in &spec.phases {
+            t += p.duration.0;
+            if t >= duration_ns {
+                break 'cycles;
+            }
+            if t > warmup_ns {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// How long good windows must last for a monitor to count as converged.
+pub const SETTLED_NS: u64 = 1_000_000_000;
+
+/// How long the monitor took to converge after each phase change: from the change to the
+/// end of the first window of a run of windows with precision and recall of at least
+/// [`CONVERGED`] that lasts [`SETTLED_NS`] (or to the next change). A change never
+/// converged from counts as its whole phase. Returns the mean in ms and how many changes
+/// converged.
+pub fn convergence(windows: &[WindowMetrics], changes: &[u64], duration_ns: u64) -> (f64, u32) {
+    let mut sum_ns = 0u64;
+    let mut converged = 0;
+    for (i, &change) in changes.iter().enumerate() {
+        let next = changes.get(i + 1).copied().unwrap_or(duration_ns);
+        let phase = windows
+            .iter()
+            .filter(|w| w.end_ns > change && w.end_ns <= next);
+        let mut run: Option<&WindowMetrics> = None;
+        let mut found = None;
+        for w in phase {
+            if w.precision < CONVERGED || w.recall < CONVERGED {
+                run = None;
+                continue;
+            }
+            let first = *run.get_or_insert(w);
+            if w.end_ns - first.start_ns >= SETTLED_NS || w.end_ns + SETTLED_NS > next {
+                found = Some(first.end_ns);
+                break;
+            }
+        }
+        match found {
+            Some(end) => {
+                sum_ns += end - change;
+                converged += 1;
+            }
+            None => sum_ns += next - change,
+        }
+    }
+    let mean_ms = sum_ns as f64 / changes.len().max(1) as f64 / 1e6;
+    (mean_ms, converged)
+}
+
+/// Means over windows starting after `warmup_ns` (all windows when none does), weighted by
+/// the windows' lengths (adaptive monitors' windows differ), with costs; convergence after
+/// the `changes` of phase.
 pub fn summarize(
     windows: &[WindowMetrics],
     cost: &CostCounters,
     model: &CostModel,
     duration_ns: u64,
     warmup_ns: u64,
+    changes: &[u64],
 ) -> Summary {
     let after: Vec<&WindowMetrics> = windows.iter().filter(|w| w.start_ns >= warmup_ns).collect();
     let used: Vec<&WindowMetrics> = if after.is_empty() {
@@ -119,8 +190,12 @@ pub fn summarize(
     } else {
         after
     };
-    let n = used.len().max(1) as f64;
-    let mean = |f: &dyn Fn(&WindowMetrics) -> f64| used.iter().map(|w| f(w)).sum::<f64>() / n;
+    let weight = |w: &WindowMetrics| (w.end_ns - w.start_ns).max(1) as f64;
+    let total_weight: f64 = used.iter().map(|w| weight(w)).sum::<f64>().max(1.0);
+    let mean = |f: &dyn Fn(&WindowMetrics) -> f64| {
+        used.iter().map(|w| weight(w) * f(w)).sum::<f64>() / total_weight
+    };
+    let (convergence_ms, converged) = convergence(windows, changes, duration_ns);
     Summary {
         precision: mean(&|w| w.precision),
         recall: mean(&|w| w.recall),
@@ -137,6 +212,9 @@ pub fn summarize(
         mean_nr_regions: mean(&|w| w.nr_regions as f64),
         // Filled in by the runner once the baseline is known (crate::impact).
         app_slowdown: 0.0,
+        convergence_ms: (!changes.is_empty()).then_some(convergence_ms),
+        phase_changes: changes.len() as u32,
+        phase_changes_converged: converged,
     }
 }
 

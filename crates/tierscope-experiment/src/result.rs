@@ -43,6 +43,12 @@ pub struct Summary {
     pub mean_nr_regions: f64,
     /// The application's modelled slowdown, a fraction of its runtime (crate::impact).
     pub app_slowdown: f64,
+    /// Mean time from a phase change to the window from which precision and recall stay
+    /// at least 0.9 (crate::evaluate::convergence); `None` for one-phase workloads.
+    pub convergence_ms: Option<f64>,
+    /// Phase changes after the warm-up, and how many of them the monitor converged after.
+    pub phase_changes: u32,
+    pub phase_changes_converged: u32,
 }
 
 /// Everything one monitor's run produced.

@@ -125,6 +125,8 @@ fn may_flush(config: &MonitorConfig) -> bool {
     match config {
         MonitorConfig::Damon(c) => c.flush == FlushPolicy::All,
         MonitorConfig::Telescope(c) => c.flush != FlushPolicy::None,
+        // Its page-mode scans flush what they clear.
+        MonitorConfig::SplitHint(_) => true,
         // Scan (by default), PEBS and the others never flush.
         MonitorConfig::Scan(c) => c.flush == FlushPolicy::All,
         _ => false,
@@ -192,7 +194,15 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         exp.hot_threshold,
     );
     let cost = *engine.as_machine().cost();
-    let summary = evaluate::summarize(&windows, &cost, &exp.cost, exp.duration_ns, exp.warmup_ns);
+    let changes = evaluate::phase_changes(&exp.workload.spec, exp.warmup_ns, exp.duration_ns);
+    let summary = evaluate::summarize(
+        &windows,
+        &cost,
+        &exp.cost,
+        exp.duration_ns,
+        exp.warmup_ns,
+        &changes,
+    );
     let heap = engine.heap();
     let mappings = engine.as_machine().mappings().to_vec();
     Ok(OneRun {

@@ -13,6 +13,10 @@ pub enum MonitorConfig {
     Telescope(TelescopeConfig),
     Scan(ScanConfig),
     Pebs(PebsConfig),
+    /// Telescope with upper-level bits as split hints, page-level counts and adaptive
+    /// intervals (beyond the paper: docs/SPLIT_HINT.md).
+    #[serde(rename = "split_hint")]
+    SplitHint(SplitHintConfig),
     /// KVM dirty logging (engine `kvm` only): built by tierscope-experiment, which owns
     /// the KVM engine (`tierscope_kvm::pml::PmlMonitor`).
     Pml(PmlConfig),
@@ -58,15 +62,17 @@ impl MonitorConfig {
             "pebs-mod" => pebs(5_000),
             "pebs-agg" => pebs(10_000),
             "pml" => MonitorConfig::Pml(PmlConfig::default()),
+            "split-hint" => MonitorConfig::SplitHint(SplitHintConfig::default()),
             _ => return None,
         })
     }
 
-    pub const PRESETS: [&'static str; 10] = [
+    pub const PRESETS: [&'static str; 11] = [
         "damon-mod",
         "damon-agg",
         "telescope-bnd",
         "telescope-flx",
+        "split-hint",
         "scan-agg",
         "scan-mod",
         "scan-cons",
@@ -81,6 +87,7 @@ impl MonitorConfig {
             MonitorConfig::Telescope(_) => "telescope",
             MonitorConfig::Scan(_) => "scan",
             MonitorConfig::Pebs(_) => "pebs",
+            MonitorConfig::SplitHint(_) => "split_hint",
             MonitorConfig::Pml(_) => "pml",
         }
     }
@@ -94,6 +101,7 @@ impl MonitorConfig {
             }
             MonitorConfig::Scan(c) => c.validate(),
             MonitorConfig::Pebs(c) => c.validate(),
+            MonitorConfig::SplitHint(c) => c.validate(),
             MonitorConfig::Pml(c) => c.validate(),
         }
     }
@@ -304,6 +312,101 @@ impl TelescopeConfig {
             min_nr_regions: self.min_nr_regions,
             max_nr_regions: self.max_nr_regions,
         }
+    }
+}
+
+/// Split-hint (crate::split_hint): Telescope-BND's regions and hints, leaf probes to find
+/// sparse regions, page mode under them, and adaptive intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitHintConfig {
+    /// The fastest sampling interval (after a change, and at the start).
+    pub sample: Duration,
+    /// The slowest sampling interval a settled workload backs off to.
+    pub max_sample: Duration,
+    /// Samples per window once settled (40 x 5 ms = Telescope's 200 ms window).
+    pub window_samples: u32,
+    /// Samples per window right after a change.
+    pub fast_window_samples: u32,
+    pub ops_update: Duration,
+    pub min_nr_regions: u32,
+    pub max_nr_regions: u32,
+    /// As Telescope's; page-mode scans always flush what they clear.
+    pub flush: FlushPolicy,
+    /// A hinted-hot region whose leaf probes found it accessed in at most this share of
+    /// the samples is sparse, and goes to page mode.
+    pub sparse_share: f64,
+    /// Most leaf tables (of 512 entries) in page mode at once: bounds the scan's cost.
+    pub max_page_tables: u32,
+    /// Hints contradicting the last window over this share of its hot bytes, twice in a
+    /// row, close the window early.
+    pub change_share: f64,
+    /// Adapt the intervals; `false` keeps Telescope's fixed 5 ms / 200 ms.
+    pub adaptive: bool,
+}
+
+impl Default for SplitHintConfig {
+    fn default() -> Self {
+        let t = TelescopeConfig::default();
+        SplitHintConfig {
+            sample: t.sample,
+            max_sample: Duration(20 * NS_PER_MS),
+            window_samples: 40,
+            fast_window_samples: 10,
+            ops_update: t.ops_update,
+            min_nr_regions: t.min_nr_regions,
+            max_nr_regions: t.max_nr_regions,
+            flush: t.flush,
+            sparse_share: 0.25,
+            max_page_tables: 1024,
+            change_share: 0.5,
+            adaptive: true,
+        }
+    }
+}
+
+impl SplitHintConfig {
+    /// The region attributes of a settled window at the fastest interval.
+    pub fn attrs(&self) -> RegionAttrs {
+        RegionAttrs {
+            sample: self.sample.0,
+            aggr: self.sample.0.saturating_mul(self.window_samples as u64),
+            ops_update: self.ops_update.0,
+            min_nr_regions: self.min_nr_regions,
+            max_nr_regions: self.max_nr_regions,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.attrs().validate()?;
+        if self.max_sample.0 < self.sample.0 {
+            return Err(format!(
+                "max_sample: must be at least sample ({} ns < {} ns)",
+                self.max_sample.0, self.sample.0
+            ));
+        }
+        if self.window_samples == 0 || self.fast_window_samples == 0 {
+            return Err("window_samples and fast_window_samples: must be at least 1".into());
+        }
+        if self.fast_window_samples > self.window_samples {
+            return Err(format!(
+                "fast_window_samples: must be at most window_samples ({} > {})",
+                self.fast_window_samples, self.window_samples
+            ));
+        }
+        if !(0.0..1.0).contains(&self.sparse_share) {
+            return Err(format!(
+                "sparse_share: must be in [0, 1), got {}",
+                self.sparse_share
+            ));
+        }
+        if !(self.change_share > 0.0 && self.change_share.is_finite()) {
+            return Err(format!(
+                "change_share: must be positive, got {}",
+                self.change_share
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -7,6 +7,7 @@ pub mod pebs;
 pub mod region_monitor;
 pub mod regions;
 pub mod scan;
+pub mod split_hint;
 pub mod telescope;
 
 use config::{FlushPolicy, MonitorConfig};
@@ -44,6 +45,7 @@ pub fn build_with_cost(config: &MonitorConfig, rng: Rng, cost: &CostModel) -> Bo
         )),
         MonitorConfig::Scan(c) => Box::new(scan::ScanMonitor::new(c.clone(), *cost)),
         MonitorConfig::Pebs(c) => Box::new(pebs::PebsMonitor::new(c.clone())),
+        MonitorConfig::SplitHint(c) => Box::new(split_hint::SplitHintMonitor::new(c.clone(), rng)),
         // Experiments reject `pml` with any engine but kvm, and build it themselves
         // (tierscope_experiment::engine) on the KVM engine's dirty log.
         MonitorConfig::Pml(_) => panic!(

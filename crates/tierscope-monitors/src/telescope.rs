@@ -32,6 +32,11 @@ impl TelescopeProbe {
         }
     }
 
+    /// The entry prepared for region `index`: its level and an address inside its span.
+    pub fn chosen(&self, index: usize) -> (Level, u64) {
+        self.chosen[index]
+    }
+
     /// Whether the entry at `level` containing `va` may profile region `r`.
     fn qualifies(&self, level: Level, va: u64, r: &Region) -> bool {
         let start = level.align_down(va);
