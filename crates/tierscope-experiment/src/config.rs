@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use tierscope_core::units::{Duration, Rate, Size, NS_PER_S};
-use tierscope_core::workload::{PhaseSpec, RegionSpec, WorkloadSpec};
+use tierscope_core::workload::{Density, PhaseSpec, RegionSpec, WorkloadSpec};
 use tierscope_core::CostModel;
 use tierscope_monitors::config::MonitorConfig;
 use tierscope_sim::config::MachineConfig;
@@ -237,6 +237,24 @@ pub fn parse_experiment(
             format!("workload.{}: {}", e.field, e.message),
         )
     })?;
+    if file.machine.engine == tierscope_sim::config::EngineKind::Kvm {
+        // The KVM guest's generator knows masim's uniform and sequential patterns only.
+        for (p, phase) in spec.phases.iter().enumerate() {
+            if let Some(i) = phase
+                .patterns
+                .iter()
+                .position(|pat| pat.density != Density::Uniform)
+            {
+                return Err(err(
+                    workload_line,
+                    format!(
+                        "workload.phases[{p}].patterns[{i}].kind: the kvm engine runs random \
+                         (uniform) and sequential patterns only; use engine exact or stat"
+                    ),
+                ));
+            }
+        }
+    }
     if w.rate.0 == 0 {
         return Err(err(workload_line, "workload.rate: must be positive".into()));
     }
@@ -466,5 +484,103 @@ sample = "10ms"
         assert!(e.file.ends_with("w.cfg"), "{e}");
         assert_eq!(e.line, Some(5));
         assert!(e.message.starts_with("probability"), "{e}");
+    }
+
+    #[test]
+    fn density_kinds_parse_and_errors_name_the_field() {
+        use tierscope_core::workload::PatternKind;
+        let with = |pattern: &str| {
+            GOOD.replace(
+                "{ region = \"a\", kind = \"random\", mode = \"ro\" }",
+                pattern,
+            )
+        };
+        let e = parse(&with(
+            "{ region = \"a\", kind = \"hotspot\", hot_fraction = 0.01 }",
+        ))
+        .unwrap();
+        let p = &e.workload.spec.phases[0].patterns[0];
+        assert_eq!(p.kind, PatternKind::Random);
+        assert_eq!(p.density, Density::Hotspot { hot_fraction: 0.01 });
+        let json = e.to_json();
+        assert!(
+            json.contains(r#""kind":"hotspot""#) && json.contains(r#""hot_fraction":0.01"#),
+            "{json}"
+        );
+        let e = parse(&with("{ region = \"a\", kind = \"uniform\" }")).unwrap();
+        assert_eq!(
+            e.workload.spec.phases[0].patterns[0].density,
+            Density::Uniform
+        );
+        // The normalized form of a random pattern has no density keys.
+        assert!(
+            e.to_json().contains(
+                r#"{"region":"a","kind":"random","stride":"4KiB","weight":1,"mode":"wo"}"#
+            ),
+            "{}",
+            e.to_json()
+        );
+        let e = parse(&with(
+            "{ region = \"a\", kind = \"gaussian\", sigma = 0.05 }",
+        ))
+        .unwrap();
+        assert_eq!(
+            e.workload.spec.phases[0].patterns[0].density,
+            Density::Gaussian {
+                mean: 0.5,
+                sigma: 0.05
+            }
+        );
+        let e = parse(&with("{ region = \"a\", kind = \"zipf\" }")).unwrap();
+        assert_eq!(
+            e.workload.spec.phases[0].patterns[0].density,
+            Density::Zipf { exponent: 1.0 }
+        );
+
+        // Structural errors come from parsing, with the pattern's line and the field.
+        let e = parse(&with("{ region = \"a\", kind = \"hotspot\" }")).unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        assert!(
+            e.message
+                .contains("hot_fraction: kind = \"hotspot\" needs it"),
+            "{e}"
+        );
+        let e = parse(&with("{ region = \"a\", kind = \"zipf\", sigma = 0.1 }")).unwrap_err();
+        assert_eq!(e.line, Some(9), "{e}");
+        assert!(
+            e.message
+                .contains("sigma: not a parameter of kind = \"zipf\""),
+            "{e}"
+        );
+        let e = parse(&with("{ region = \"a\", kind = \"random\", exponent = 2 }")).unwrap_err();
+        assert!(e.message.contains("exponent: not a parameter"), "{e}");
+        // Ranges from validation, with the pattern's path.
+        let e = parse(&with(
+            "{ region = \"a\", kind = \"hotspot\", hot_fraction = 1.5 }",
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "exp.toml:6: workload.phases[0].patterns[0].hot_fraction: must be in (0, 1]"
+            ),
+            "{e}"
+        );
+        let e = parse(&with(
+            "{ region = \"a\", kind = \"gaussian\", mean = -0.5 }",
+        ))
+        .unwrap_err();
+        assert!(
+            e.message.starts_with("workload.phases[0].patterns[0].mean"),
+            "{e}"
+        );
+        // The KVM guest draws uniform offsets only.
+        let kvm = with("{ region = \"a\", kind = \"zipf\" }")
+            .replace("[workload]", "[machine]\nengine = \"kvm\"\n\n[workload]");
+        let e = parse(&kvm).unwrap_err();
+        assert!(
+            e.message.contains("workload.phases[0].patterns[0].kind") && e.message.contains("kvm"),
+            "{e}"
+        );
     }
 }

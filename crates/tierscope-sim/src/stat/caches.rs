@@ -23,9 +23,31 @@
 //! The TLB is modelled by the shared L2 TLB alone: the L1 dTLB is much smaller and holds
 //! (mostly) a subset of the L2's most recent entries, so a walk happens about when the
 //! L2 misses.
+//!
+//! A non-uniform density (hotspot, gaussian, zipf) gives each key its own rate, the key's
+//! share of the density (`Shaped`). Up to [`EXACT_KEYS`] keys are solved one by one,
+//! per set. Beyond, the keys are cut into at most ~[`PIECES`] runs (equal runs plus
+//! geometrically growing ones from the region start, where a zipf density concentrates),
+//! each run's accessed keys taking the run's mean rate, and Che's equation is solved for
+//! one average set holding `1 / sets` of every run (runs are long compared with the
+//! number of sets, so each set gets an even share). A hotspot's accessed keys are its hot
+//! pages when a key spans fewer pages than a run (the TLB: one key in `run` is
+//! referenced, the others never are), every key otherwise. The filtering by earlier
+//! caches is ignored here too, though under a skewed density it is no longer uniform
+//! (the TLB keeps the most popular pages, so the paging-structure caches see a flatter
+//! stream than modelled; and the L1 TLB keeps the hottest pages, whose hits the L2 then
+//! never sees: docs/FIDELITY.md shows where that matters).
 
 use crate::config::{CacheGeometry, TlbConfig};
+use crate::stream::MASIM_BATCH;
+use tierscope_core::workload::{RegionDensity, DENSITY_PAGE};
 use tierscope_core::{AddrRange, Level, PageSize, Paging};
+
+/// Keys of a region in one cache up to which a non-uniform density is solved key by key.
+pub const EXACT_KEYS: u64 = 4096;
+/// Runs of keys a non-uniform density is cut into beyond [`EXACT_KEYS`] (two families of
+/// `PIECES / 2`).
+pub const PIECES: u64 = 2048;
 
 /// Keys of one region in one cache, and their miss probabilities.
 #[derive(Debug, Clone)]
@@ -45,6 +67,291 @@ pub struct LevelModel {
     /// Fraction of the first and last key's span inside the region.
     first_weight: f64,
     last_weight: f64,
+    /// Under a non-uniform density, the model that replaces the uniform one above.
+    shaped: Option<Box<Shaped>>,
+}
+
+/// A cache level's keys under a non-uniform density: run `j` holds keys
+/// `[bounds[j], bounds[j + 1])` whose accessed ones share the miss probability `miss[j]`.
+#[derive(Debug, Clone)]
+struct Shaped {
+    region: AddrRange,
+    density: RegionDensity,
+    bounds: Vec<u64>,
+    miss: Vec<f64>,
+    /// `miss_prefix[j]`: sum over runs `[0, j)` of the run's access mass times its miss
+    /// probability, for O(log) access-weighted means over many runs.
+    miss_prefix: Vec<f64>,
+    /// Expected distinct keys one batch of accesses references.
+    batch_keys: f64,
+    /// A hotspot's hot pages in a TLB, counted set by set.
+    hot_sets: Option<HotSets>,
+}
+
+/// Most hot pages whose TLB sets are counted one by one.
+pub const MAX_HOT_PAGES: u64 = 1 << 22;
+
+/// A sparse hotspot's TLB, per set: the hot pages land in the sets unevenly (a set with
+/// no more hot pages than ways never misses), which an average set misses: probes that
+/// wait several milliseconds see those never-reloaded pages.
+#[derive(Debug, Clone)]
+struct HotSets {
+    sets: u64,
+    /// Miss probability of a hot page, per set.
+    miss: Vec<f64>,
+    /// Mean over the hot pages.
+    mean: f64,
+    /// First page (TLB key) of the region.
+    first_key: u64,
+    run: u64,
+    hot: u64,
+}
+
+impl HotSets {
+    fn new(region: AddrRange, g: CacheGeometry, density: &RegionDensity) -> Option<Self> {
+        let (run, hot) = density.hotspot_runs()?;
+        if run < 2 || hot > MAX_HOT_PAGES {
+            return None;
+        }
+        let sets = (g.entries / g.ways) as u64;
+        let first_key = region.start / DENSITY_PAGE;
+        let mut count = vec![0u64; sets as usize];
+        for j in 0..hot {
+            let page = density.hot_page(j).expect("a hotspot");
+            count[((first_key + page) % sets) as usize] += 1;
+        }
+        let miss: Vec<f64> = count
+            .iter()
+            .map(|&n| che_time(n, &[], g.ways as u64).map_or(0.0, |t| (-t).exp()))
+            .collect();
+        let mean = count
+            .iter()
+            .zip(&miss)
+            .map(|(&n, &m)| n as f64 * m)
+            .sum::<f64>()
+            / hot as f64;
+        Some(HotSets {
+            sets,
+            miss,
+            mean,
+            first_key,
+            run,
+            hot,
+        })
+    }
+
+    fn miss_key(&self, k: u64) -> f64 {
+        self.miss[(k % self.sets) as usize]
+    }
+
+    /// Mean over the hot pages in `r` (offsets in the region), each weighted by the
+    /// density's mass of it; the mean over all hot pages when `r` spans many runs.
+    fn miss_mean(&self, density: &RegionDensity, lo: u64, hi: u64) -> f64 {
+        let (j0, j1) = (
+            lo / DENSITY_PAGE / self.run,
+            (hi - 1) / DENSITY_PAGE / self.run,
+        );
+        if j1 - j0 > 64 {
+            return self.mean;
+        }
+        let (mut num, mut den) = (0.0, 0.0);
+        for j in j0..=j1.min(self.hot.saturating_sub(1)) {
+            let page = density.hot_page(j).expect("a hotspot");
+            let w = density.mass(
+                lo.max(page * DENSITY_PAGE),
+                hi.min((page + 1) * DENSITY_PAGE),
+            );
+            num += w * self.miss_key(self.first_key + page);
+            den += w;
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Che's characteristic time for keys in classes of `(count, rate)` (fractional counts:
+/// an average set), or `None` when every referenced key fits.
+fn che_time_rates(classes: &[(f64, f64)], ways: u64) -> Option<f64> {
+    let live = || classes.iter().filter(|c| c.0 > 0.0 && c.1 > 0.0);
+    let count: f64 = live().map(|c| c.0).sum();
+    let target = ways as f64;
+    if count <= target {
+        return None;
+    }
+    let f = |t: f64| live().map(|&(c, r)| -c * (-r * t).exp_m1()).sum::<f64>();
+    let max_rate = live().map(|c| c.1).fold(0.0, f64::max);
+    let (mut lo, mut hi) = (0.0f64, 1.0 / max_rate);
+    while f(hi) < target {
+        lo = hi;
+        hi *= 2.0;
+        if hi > 1e300 {
+            return None;
+        }
+    }
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(0.5 * (lo + hi))
+}
+
+/// Per-key miss probabilities of keys `k0 + i` with rates `rates[i]`, set by set.
+fn per_set_miss(rates: &[f64], g: CacheGeometry) -> Vec<f64> {
+    let (sets, ways) = ((g.entries / g.ways) as usize, g.ways as u64);
+    let mut miss = vec![0.0; rates.len()];
+    for j in 0..sets.min(rates.len()) {
+        let members: Vec<usize> = (j..rates.len()).step_by(sets).collect();
+        let classes: Vec<(f64, f64)> = members.iter().map(|&i| (1.0, rates[i])).collect();
+        if let Some(t) = che_time_rates(&classes, ways) {
+            for &i in &members {
+                miss[i] = (-rates[i] * t).exp();
+            }
+        }
+    }
+    miss
+}
+
+/// Miss probabilities of runs of `accessed[j]` keys at rate `rates[j]` each, in one
+/// average set holding `1 / sets` of every run.
+fn average_set_miss(accessed: &[f64], rates: &[f64], g: CacheGeometry) -> Vec<f64> {
+    let sets = (g.entries / g.ways) as f64;
+    let classes: Vec<(f64, f64)> = accessed
+        .iter()
+        .zip(rates)
+        .map(|(&a, &r)| (a / sets, r))
+        .collect();
+    match che_time_rates(&classes, g.ways as u64) {
+        Some(t) => rates.iter().map(|&r| (-r * t).exp()).collect(),
+        None => vec![0.0; rates.len()],
+    }
+}
+
+impl Shaped {
+    fn new(region: AddrRange, shift: u32, g: CacheGeometry, density: &RegionDensity) -> Self {
+        let k0 = region.start >> shift;
+        let k1 = ((region.end - 1) >> shift) + 1;
+        let key_range = |a: u64, b: u64| {
+            AddrRange::new((a << shift).max(region.start), (b << shift).min(region.end))
+        };
+        let mass_of = |r: AddrRange| density.mass(r.start - region.start, r.end - region.start);
+        let n = k1 - k0;
+        let (bounds, miss, accessed, rates) = if n <= EXACT_KEYS {
+            let bounds: Vec<u64> = (k0..=k1).collect();
+            let rates: Vec<f64> = (k0..k1).map(|k| mass_of(key_range(k, k + 1))).collect();
+            let miss = per_set_miss(&rates, g);
+            let accessed = rates.iter().map(|&r| f64::from(r > 0.0)).collect();
+            (bounds, miss, accessed, rates)
+        } else {
+            let half = PIECES / 2;
+            let mut bounds: Vec<u64> = (0..=half)
+                .map(|i| k0 + (n as u128 * i as u128 / half as u128) as u64)
+                .collect();
+            let ratio = (n as f64).powf(1.0 / half as f64);
+            let mut x = 1.0f64;
+            while (x as u64) < n {
+                bounds.push(k0 + x as u64);
+                x *= ratio;
+            }
+            bounds.sort_unstable();
+            bounds.dedup();
+            // A hotspot key narrower than a run holds at most about one hot page.
+            let sparse = density
+                .hotspot_runs()
+                .filter(|&(run, _)| (1u64 << shift) / DENSITY_PAGE < run);
+            let mut accessed = vec![];
+            let mut rates = vec![];
+            for w in bounds.windows(2) {
+                let m = mass_of(key_range(w[0], w[1]));
+                let keys = (w[1] - w[0]) as f64;
+                let a = match sparse {
+                    Some((_, hot)) => (m * hot as f64).round().min(keys),
+                    None => keys,
+                };
+                accessed.push(a);
+                rates.push(if a > 0.0 { m / a } else { 0.0 });
+            }
+            let miss = average_set_miss(&accessed, &rates, g);
+            (bounds, miss, accessed, rates)
+        };
+        let mut miss_prefix = vec![0.0; miss.len() + 1];
+        for (j, w) in bounds.windows(2).enumerate() {
+            miss_prefix[j + 1] = miss_prefix[j] + mass_of(key_range(w[0], w[1])) * miss[j];
+        }
+        let batch_keys = accessed
+            .iter()
+            .zip(&rates)
+            .map(|(&a, &r)| -a * (-r * MASIM_BATCH as f64).exp_m1())
+            .sum();
+        Shaped {
+            region,
+            density: density.clone(),
+            bounds,
+            miss,
+            miss_prefix,
+            batch_keys,
+            hot_sets: (1u64 << shift == DENSITY_PAGE)
+                .then(|| HotSets::new(region, g, density))
+                .flatten(),
+        }
+    }
+
+    fn mass(&self, r: AddrRange) -> f64 {
+        self.density
+            .mass(r.start - self.region.start, r.end - self.region.start)
+    }
+
+    /// The run holding key `k`.
+    fn run_of(&self, k: u64) -> usize {
+        self.bounds.partition_point(|&b| b <= k) - 1
+    }
+
+    fn miss_key(&self, k: u64) -> f64 {
+        if k < self.bounds[0] || k >= *self.bounds.last().expect("at least one run") {
+            0.0
+        } else if let Some(h) = &self.hot_sets {
+            h.miss_key(k)
+        } else {
+            self.miss[self.run_of(k)]
+        }
+    }
+
+    /// Access-weighted mean miss probability over `r`, clamped to the region.
+    fn miss_mean(&self, r: AddrRange, shift: u32) -> f64 {
+        let r = AddrRange::new(r.start.max(self.region.start), r.end.min(self.region.end));
+        if r.end <= r.start {
+            return 0.0;
+        }
+        if let Some(h) = &self.hot_sets {
+            return h.miss_mean(
+                &self.density,
+                r.start - self.region.start,
+                r.end - self.region.start,
+            );
+        }
+        let (ja, jb) = (
+            self.run_of(r.start >> shift),
+            self.run_of((r.end - 1) >> shift),
+        );
+        if ja == jb {
+            return self.miss[ja];
+        }
+        let total = self.mass(r);
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let (first_end, last_start) = (self.bounds[ja + 1] << shift, self.bounds[jb] << shift);
+        let num = self.mass(AddrRange::new(r.start, first_end)) * self.miss[ja]
+            + (self.miss_prefix[jb] - self.miss_prefix[ja + 1])
+            + self.mass(AddrRange::new(last_start, r.end)) * self.miss[jb];
+        num / total
+    }
 }
 
 /// Solves Che's equation for one set: `n` keys of weight 1 plus `extra` weighted keys.
@@ -87,7 +394,7 @@ fn count_in_set(a: u64, b: u64, sets: u64, j: u64) -> u64 {
 }
 
 impl LevelModel {
-    fn new(region: AddrRange, shift: u32, g: CacheGeometry) -> Self {
+    fn new(region: AddrRange, shift: u32, g: CacheGeometry, density: &RegionDensity) -> Self {
         let sets = (g.entries / g.ways) as u64;
         let ways = g.ways as u64;
         let span = 1u64 << shift;
@@ -110,7 +417,12 @@ impl LevelModel {
             last_miss: 0.0,
             first_weight,
             last_weight,
+            shaped: None,
         };
+        if !density.is_uniform() {
+            m.shaped = Some(Box::new(Shaped::new(region, shift, g, density)));
+            return m;
+        }
         if k1 - k0 == 1 {
             return m; // one key always fits
         }
@@ -175,14 +487,21 @@ impl LevelModel {
         self.k1 - self.k0
     }
 
-    /// Whether running this region pushes everything else out of the cache.
+    /// Whether running this region pushes everything else out of the cache (under a
+    /// non-uniform density: whether one batch references as many distinct keys as the
+    /// cache holds).
     pub fn evicts_all(&self) -> bool {
-        self.footprint() >= self.entries
+        match &self.shaped {
+            Some(s) => s.batch_keys >= self.entries as f64,
+            None => self.footprint() >= self.entries,
+        }
     }
 
     /// Miss probability of one key (0 outside the region: it is never referenced).
     pub fn miss_key(&self, k: u64) -> f64 {
-        if k < self.k0 || k >= self.k1 {
+        if let Some(s) = &self.shaped {
+            s.miss_key(k)
+        } else if k < self.k0 || k >= self.k1 {
             0.0
         } else if k == self.k0 {
             self.first_miss
@@ -197,6 +516,9 @@ impl LevelModel {
     pub fn miss_mean(&self, r: AddrRange) -> f64 {
         if r.is_empty() {
             return 0.0;
+        }
+        if let Some(s) = &self.shaped {
+            return s.miss_mean(r, self.shift);
         }
         let a = r.start >> self.shift;
         let b = ((r.end - 1) >> self.shift) + 1;
@@ -239,7 +561,7 @@ impl LevelModel {
     }
 }
 
-/// The caches' steady state while one region is accessed uniformly at random.
+/// The caches' steady state while one region is accessed at random by its density.
 #[derive(Debug, Clone)]
 pub struct RegionCaches {
     /// The region's leaf level (Pte, or Pmd for 2 MiB pages).
@@ -250,10 +572,16 @@ pub struct RegionCaches {
 }
 
 impl RegionCaches {
-    pub fn new(region: AddrRange, page: PageSize, paging: Paging, tlb: &TlbConfig) -> Self {
+    pub fn new(
+        region: AddrRange,
+        density: &RegionDensity,
+        page: PageSize,
+        paging: Paging,
+        tlb: &TlbConfig,
+    ) -> Self {
         let leaf = page.leaf_level();
         let mut levels: [Option<LevelModel>; 5] = Default::default();
-        levels[0] = Some(LevelModel::new(region, leaf.span_shift(), tlb.l2));
+        levels[0] = Some(LevelModel::new(region, leaf.span_shift(), tlb.l2, density));
         let root = paging.root();
         for (l, g) in [
             (Level::Pmd, tlb.pde_cache),
@@ -263,7 +591,7 @@ impl RegionCaches {
         ] {
             // The walker caches non-leaf entries below the root only (mmu.rs).
             if l > leaf && l < root {
-                levels[l.index()] = Some(LevelModel::new(region, l.span_shift(), g));
+                levels[l.index()] = Some(LevelModel::new(region, l.span_shift(), g, density));
             }
         }
         RegionCaches { leaf, levels }
@@ -317,10 +645,16 @@ impl RegionCaches {
 mod tests {
     use super::*;
 
+    use tierscope_core::workload::Density;
+
+    fn uniform(r: AddrRange) -> RegionDensity {
+        RegionDensity::new(Density::Uniform, r.len(), 0)
+    }
+
     #[test]
     fn interior_sums_match_a_loop() {
         let region = AddrRange::new(3 << 12, 5000 << 12);
-        let m = LevelModel::new(region, 12, CacheGeometry::new(64, 4));
+        let m = LevelModel::new(region, 12, CacheGeometry::new(64, 4), &uniform(region));
         for (a, b) in [(4, 10), (5, 4000), (17, 18), (100, 1700)] {
             let direct: f64 = (a..b).map(|k| m.interior_miss[(k % m.sets) as usize]).sum();
             assert!((m.interior_sum(a, b) - direct).abs() < 1e-9, "{a} {b}");
@@ -339,22 +673,14 @@ mod tests {
     fn pdpte_cache_holds_four_aligned_gib() {
         let base = 1u64 << 40;
         let tlb = TlbConfig::default();
-        let c = RegionCaches::new(
-            AddrRange::new(base, base + (4 << 30)),
-            PageSize::Base4K,
-            Paging::FourLevel,
-            &tlb,
-        );
+        let r = AddrRange::new(base, base + (4 << 30));
+        let c = RegionCaches::new(r, &uniform(r), PageSize::Base4K, Paging::FourLevel, &tlb);
         let pud = c.levels[Level::Pud.index()].as_ref().unwrap();
         assert_eq!(pud.footprint(), 4);
         assert_eq!(pud.miss_key(base >> 30), 0.0);
         // Misaligned by 2 MiB: five keys in four entries, so some misses.
-        let c = RegionCaches::new(
-            AddrRange::new(base + (2 << 20), base + (4 << 30) + (2 << 20)),
-            PageSize::Base4K,
-            Paging::FourLevel,
-            &tlb,
-        );
+        let r = AddrRange::new(base + (2 << 20), base + (4 << 30) + (2 << 20));
+        let c = RegionCaches::new(r, &uniform(r), PageSize::Base4K, Paging::FourLevel, &tlb);
         let pud = c.levels[Level::Pud.index()].as_ref().unwrap();
         assert_eq!(pud.footprint(), 5);
         assert!(pud.miss_key((base >> 30) + 1) > 0.0);
@@ -363,5 +689,50 @@ mod tests {
         assert!((tlb_miss - (1.0 - 1536.0 / (1 << 20) as f64)).abs() < 1e-4);
         // The root is never cached in 4-level paging.
         assert!(c.levels[Level::Pml4.index()].is_none());
+    }
+
+    #[test]
+    fn hotspot_tlb_holds_a_share_of_the_hot_pages() {
+        let tlb = TlbConfig::default();
+        let base = 1u64 << 40;
+        let caches = |size: u64, f: f64| {
+            let r = AddrRange::new(base, base + size);
+            let d = RegionDensity::new(Density::Hotspot { hot_fraction: f }, size, 1);
+            RegionCaches::new(r, &d, PageSize::Base4K, Paging::FourLevel, &tlb)
+        };
+        // 1 GiB at 1%: 2621 equally hot pages in 1536 entries, LRU's 1 - 1536/2621; the
+        // cold pages do not count (the uniform model would say 1 - 1536/262144).
+        let r = AddrRange::new(base, base + (1 << 30));
+        let c = caches(1 << 30, 0.01);
+        let miss = c.tlb_miss(r);
+        assert!((miss - (1.0 - 1536.0 / 2621.0)).abs() < 0.01, "{miss}");
+        assert!(c.evict_mask() & 1 == 1);
+        // The PDE cache sees all 512 2 MiB keys (each holds about 5 hot pages).
+        let pmd = c.levels[Level::Pmd.index()].as_ref().unwrap();
+        let uniform_pmd = LevelModel::new(r, 21, tlb.pde_cache, &uniform(r));
+        let k = (base >> 21) + 7;
+        assert!((pmd.miss_key(k) - uniform_pmd.miss_key(k)).abs() < 0.02);
+        // 64 MiB at 1%: 163 hot pages fit the TLB, and one batch does not fill it.
+        let c = caches(64 << 20, 0.01);
+        assert_eq!(c.tlb_miss(AddrRange::new(base, base + (64 << 20))), 0.0);
+        assert_eq!(c.evict_mask() & 1, 0);
+    }
+
+    #[test]
+    fn zipf_head_pages_hit_and_tail_pages_miss() {
+        let tlb = TlbConfig::default();
+        let base = 1u64 << 40;
+        let r = AddrRange::new(base, base + (1 << 30));
+        let d = RegionDensity::new(Density::Zipf { exponent: 1.0 }, 1 << 30, 0);
+        let c = RegionCaches::new(r, &d, PageSize::Base4K, Paging::FourLevel, &tlb);
+        let t = c.levels[0].as_ref().unwrap();
+        assert!(t.miss_key(base >> 12) < 1e-6);
+        assert!(t.miss_key((base >> 12) + 200_000) > 0.99);
+        // Access-weighted over the region: the ranks beyond the ~1536 cached pages carry
+        // ln(262144 / 1536) / H(262144) = 0.39 of the accesses, the transition more.
+        let mean = c.tlb_miss(r);
+        assert!(mean > 0.35 && mean < 0.6, "{mean}");
+        let head = t.miss_mean(AddrRange::new(base, base + (64 << 12)));
+        assert!(head < 0.01, "{head}");
     }
 }

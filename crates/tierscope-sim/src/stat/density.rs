@@ -3,14 +3,15 @@
 //! the same rule as [`crate::stream`]) but no access executed.
 //!
 //! A thread's history is a list of [`Segment`]s: runs of accesses that all went to one
-//! pattern. Within a segment a random pattern spreads its accesses uniformly over its
-//! region and a sequential one sweeps from a known offset, so any question about a span
+//! pattern. Within a segment a random pattern spreads its accesses over its region by its
+//! density (uniform, hotspot, gaussian or zipf: [`RegionDensity::mass`] of any span is
+//! O(1)) and a sequential one sweeps from a known offset, so any question about a span
 //! of addresses (how many accesses landed there, did the sweep enter it) is arithmetic on
 //! a handful of segments.
 
 use crate::stream::MASIM_BATCH;
 use tierscope_core::rng::Rng;
-use tierscope_core::workload::{AccessMode, PatternKind, WorkloadSpec};
+use tierscope_core::workload::{AccessMode, PatternKind, RegionDensity, WorkloadSpec};
 use tierscope_core::{AddrRange, Nanos};
 
 /// One pattern of one phase, placed in the address space.
@@ -18,6 +19,8 @@ use tierscope_core::{AddrRange, Nanos};
 pub struct Pattern {
     pub region: AddrRange,
     pub kind: PatternKind,
+    /// Where a random pattern's accesses land (uniform for sequential ones).
+    pub density: RegionDensity,
     pub stride: u64,
     pub mode: AccessMode,
 }
@@ -30,6 +33,16 @@ impl Pattern {
             AccessMode::Wo => 1.0,
             AccessMode::Rw => 0.5,
         }
+    }
+
+    /// Share of a random pattern's accesses that land in `r` (clamped to the region).
+    pub fn mass(&self, r: AddrRange) -> f64 {
+        let (lo, hi) = (r.start.max(self.region.start), r.end.min(self.region.end));
+        if hi <= lo {
+            return 0.0;
+        }
+        self.density
+            .mass(lo - self.region.start, hi - self.region.start)
     }
 }
 
@@ -87,6 +100,7 @@ impl Workload {
                 patterns.push(Pattern {
                     region: AddrRange::new(start, start + spec.regions[r].size.0),
                     kind: pat.kind,
+                    density: RegionDensity::of_pattern(spec, pat),
                     stride: pat.stride.0,
                     mode: pat.mode,
                 });
@@ -115,9 +129,15 @@ impl Workload {
         (i as u128 * 1_000_000_000 / self.rate as u128) as u64
     }
 
-    /// Whether any pattern of any phase touches `span`.
+    /// Whether any pattern of any phase touches `span` (a hotspot pattern only its hot
+    /// pages: the entries of its cold pages are never set again once cleared).
     pub fn ever_touches(&self, span: AddrRange) -> bool {
-        self.patterns.iter().any(|p| p.region.overlap(&span) > 0)
+        self.patterns.iter().any(|p| {
+            p.region.overlap(&span) > 0
+                && (p.kind == PatternKind::Sequential
+                    || p.density.is_uniform()
+                    || p.mass(span) > 0.0)
+        })
     }
 }
 

@@ -46,14 +46,14 @@ pub struct StatEngine {
 }
 
 /// SplitMix64 finaliser.
-fn mix(mut z: u64) -> u64 {
+pub(super) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
 /// A uniform draw in [0, 1) from a hash.
-fn unit(h: u64) -> f64 {
+pub(super) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
@@ -65,7 +65,7 @@ impl StatEngine {
         let caches = workload
             .patterns
             .iter()
-            .map(|p| RegionCaches::new(p.region, config.page_size, paging, &config.tlb))
+            .map(|p| RegionCaches::new(p.region, &p.density, config.page_size, paging, &config.tlb))
             .collect();
         // The same stream names as the exact engine's threads, though the numbers drawn
         // differ (the exact engine also draws every access's offset).
@@ -350,10 +350,10 @@ impl Engine for StatEngine {
         let out = super::truth::hot_blocks(
             &self.workload,
             &self.schedules,
-            self.truth_from,
-            ib,
+            (self.truth_from, ib),
             self.block_shift,
             self.truth_threshold,
+            self.seed,
         );
         self.truth_from = ib;
         out
@@ -439,6 +439,36 @@ mod tests {
         let hot = e.layout.region_starts[1];
         assert_eq!(e.take_truth(), vec![(hot >> 21, (hot + (64 << 20)) >> 21)]);
         assert_eq!(e.take_truth(), vec![]);
+    }
+
+    #[test]
+    fn truth_of_densities() {
+        use tierscope_core::workload::Density;
+        let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        // Hotspot at 1%: every 2 MiB block holds about five hot pages, all hot.
+        spec.phases[0].patterns[0].density = Density::Hotspot { hot_fraction: 0.01 };
+        let mut e = engine(&spec, 1);
+        e.advance_to(200_000_000);
+        let hot = e.layout.region_starts[1];
+        assert_eq!(e.take_truth(), vec![(hot >> 21, (hot + (1 << 30)) >> 21)]);
+        // A narrow gaussian: the blocks around the mean, a drawn tail, the same per seed.
+        spec.phases[0].patterns[0].density = Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.01,
+        };
+        let truth = |spec: &WorkloadSpec| {
+            let mut e = engine(spec, 1);
+            e.advance_to(200_000_000);
+            e.take_truth()
+        };
+        let t = truth(&spec);
+        assert_eq!(t, truth(&spec));
+        let blocks: u64 = t.iter().map(|(a, b)| b - a).sum();
+        // 200k accesses, sigma 5.4 blocks: blocks up to 4.4 sigma (23 blocks) from the mean
+        // expect an access, about 47 in all.
+        assert!((30..=50).contains(&blocks), "{blocks}");
+        let mid = (hot + (1 << 29)) >> 21;
+        assert!(t.iter().any(|&(a, b)| a <= mid && mid < b));
     }
 
     #[test]

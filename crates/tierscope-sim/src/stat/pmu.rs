@@ -1,7 +1,7 @@
 //! PEBS-like sampling without executing accesses: each core's counter counts qualifying
 //! accesses down from the period exactly as in the exact engine (the schedule says which
 //! access indices are loads and stores); a sample's address is drawn from the pattern the
-//! access belongs to (uniform in the region for random patterns, the sweep position for
+//! access belongs to (from its density for random patterns, the sweep position for
 //! sequential ones).
 
 use super::density::{Schedule, Segment, Workload};
@@ -103,9 +103,7 @@ impl Pmu {
                 let mut i = first + (core.left - 1) * step;
                 while i < y {
                     let va = match p.kind {
-                        PatternKind::Random => {
-                            p.region.start + (core.rng.below(p.region.len()) & !7)
-                        }
+                        PatternKind::Random => p.region.start + p.density.sample(&mut core.rng),
                         PatternKind::Sequential => {
                             let size = p.region.len() as u128;
                             let off = (seg.offset as u128
