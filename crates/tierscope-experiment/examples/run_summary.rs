@@ -21,13 +21,13 @@ fn main() {
     let r = run_experiment(&exp, &progress, 0).expect("run");
     let secs = t0.elapsed().as_secs_f64();
     println!(
-        "{:<16} {:>6} {:>6} {:>6} {:>10} {:>12} {:>8} {:>8}",
-        "monitor", "prec", "recall", "f1", "cpu%", "bits_clr", "regions", "flushes"
+        "{:<16} {:>6} {:>6} {:>6} {:>10} {:>12} {:>8} {:>8} {:>8}",
+        "monitor", "prec", "recall", "f1", "cpu%", "bits_clr", "regions", "flushes", "conv_ms"
     );
     for m in &r.monitors {
         let s = &m.summary;
         println!(
-            "{:<16} {:>6.3} {:>6.3} {:>6.3} {:>10.5} {:>12} {:>8.1} {:>8}",
+            "{:<16} {:>6.3} {:>6.3} {:>6.3} {:>10.5} {:>12} {:>8.1} {:>8} {:>8}",
             m.name,
             s.precision,
             s.recall,
@@ -35,7 +35,9 @@ fn main() {
             s.cpu_percent,
             s.bits_cleared,
             s.mean_nr_regions,
-            s.flushes
+            s.flushes,
+            s.convergence_ms
+                .map_or("-".to_string(), |c| format!("{c:.0}"))
         );
     }
     // TIERSCOPE_WINDOWS=name prints that monitor's per-window series.

@@ -7,14 +7,14 @@
 //!    probes is, so a region with a few hot pages under every entry reads as hot as a whole
 //!    (the kernel reviewers' objection, docs/SPLIT_HINT.md). At every window end each
 //!    region whose hint was set in any sample has one random leaf table (512
-//!    leaf entries) in it cleared, and read one window later: the share of entries
+//!    leaf entries) in it cleared, and read at the next two window ends: the share of entries
 //!    accessed is the region's page-level density.
-//! 2. Page mode. When a trial table is sparse (at most `sparse_share` of its entries
-//!    accessed in a window), every leaf table of its region is scanned once per window and
+//! 2. Page mode. When a trial table is sparse (two windows found the same few entries
+//!    accessed, at most `sparse_share` of them), every leaf table of its region is scanned once per window and
 //!    reported entry by entry, with the pages' own bits; `max_page_tables` bounds the cost.
 //!    A table leaves page mode when it stays idle for two windows or turns dense
 //!    (Telescope's region counts are right again there).
-//! 3. Adaptive intervals. After every window without a detected change the sampling
+//! 3. Adaptive intervals. After five windows without a detected change the sampling
 //!    interval doubles, up to `max_sample` (windows keep their number of samples, so a
 //!    settled workload costs less). When the hints contradict the last window over a large share of
 //!    memory in two samples in a row, the window closes at once and the monitor drops to its
@@ -41,6 +41,11 @@ const DENSE_SHARE: f64 = 0.5;
 /// Share of its samples a region's hint must be set in to count as hot for the change
 /// detector.
 const HINTED_SHARE: f64 = 0.5;
+/// Share of the entries two scans of a sparse trial table found that both found.
+const STABLE_SHARE: f64 = 0.8;
+/// Windows without a detected change before the sampling interval backs off a step:
+/// time for splits and merges to refine the edges of a new hot set.
+const SETTLE_WINDOWS: u32 = 5;
 /// Consecutive contradicting samples that close a window early.
 const CHANGE_SAMPLES: u32 = 2;
 
@@ -60,8 +65,11 @@ struct Table {
     leaf: Level,
     /// An address of the region the table was added for.
     origin: u64,
-    /// Entries found accessed by the last scan.
+    /// Entries found accessed by the last scan, and by the one before.
     accessed: [u64; 8],
+    previous: [u64; 8],
+    /// Window-end scans since the table was added.
+    scans: u8,
     /// Consecutive scans that found nothing accessed.
     quiet: u8,
     /// Added since the last window's scan: `accessed` holds the bits found when it was
@@ -76,6 +84,8 @@ impl Table {
             leaf,
             origin,
             accessed: [0; 8],
+            previous: [0; 8],
+            scans: 0,
             quiet: 0,
             fresh: true,
         }
@@ -108,6 +118,8 @@ pub struct SplitHintMonitor {
     prepared: bool,
     /// Consecutive samples whose hints contradicted the last window.
     contradicting: u32,
+    /// Windows at full length since the last change or back-off step.
+    settled_windows: u32,
     /// Scratch: entries the last table scan cleared.
     cleared: Vec<u64>,
 }
@@ -141,6 +153,7 @@ impl SplitHintMonitor {
             next_wakeup: 0,
             prepared: false,
             contradicting: 0,
+            settled_windows: 0,
             cleared: vec![],
         }
     }
@@ -206,13 +219,24 @@ impl SplitHintMonitor {
     /// Turns the regions of sparse trial tables to page mode, drops the other trials, and
     /// starts one trial in every region with a hint set that has no scanned table yet.
     fn place_tables(&mut self, m: &mut dyn Machine) {
+        // A trial decides after two windows: sparse when both found the same few entries
+        // accessed. Few entries alone are not enough: a dense region whose pages are each
+        // touched now and then (a large hot set, or a short window) also shows few, but
+        // different ones every window. An idle table says nothing either: the region may
+        // be a dense hot part next to a cold one, which splitting resolves.
+        let share = self.cfg.sparse_share;
         let sparse: Vec<u64> = self
             .tables
             .values()
-            .filter(|t| t.mode == Mode::Trial)
-            // An idle trial table says nothing: the region may be a dense hot part next
-            // to a cold one, which splitting resolves.
-            .filter(|t| t.share_accessed() > 0.0 && t.share_accessed() <= self.cfg.sparse_share)
+            .filter(|t| t.mode == Mode::Trial && t.scans >= 2)
+            .filter(|t| {
+                let (a, b) = (&t.accessed, &t.previous);
+                let both: u32 = a.iter().zip(b).map(|(x, y)| (x & y).count_ones()).sum();
+                let either: u32 = a.iter().zip(b).map(|(x, y)| (x | y).count_ones()).sum();
+                either > 0
+                    && either as f64 <= share * TABLE_ENTRIES as f64
+                    && both as f64 >= STABLE_SHARE * either as f64
+            })
             .map(|t| t.origin)
             .collect();
         let regions = self.regions.take().expect("prepared");
@@ -224,7 +248,8 @@ impl SplitHintMonitor {
                 self.add_tables(m, r.start, r.end, Mode::Page, r.start);
             }
         }
-        self.tables.retain(|_, t| t.mode != Mode::Trial);
+        self.tables
+            .retain(|_, t| t.mode != Mode::Trial || t.scans < 2);
         for r in &regions.list {
             // Every region about to be reported hot is checked, small ones too: their
             // leaf-level hints are DAMON's coin flips.
@@ -253,8 +278,10 @@ impl SplitHintMonitor {
     fn scan_tables(&mut self, m: &mut dyn Machine) {
         let mut cleared = std::mem::take(&mut self.cleared);
         for (&start, t) in self.tables.iter_mut() {
+            t.previous = t.accessed;
             let set = scan_table(m, start, t.leaf, &mut t.accessed, &mut cleared);
             t.fresh = false;
+            t.scans = t.scans.saturating_add(1);
             t.quiet = if set == 0 { t.quiet + 1 } else { 0 };
         }
         flush_cleared(m, &mut cleared);
@@ -303,8 +330,8 @@ impl SplitHintMonitor {
         snapshot
     }
 
-    /// After a contradiction: fastest interval, short windows. After a window without
-    /// one: first full-length windows, then a doubling sampling interval.
+    /// After a contradiction: fastest interval, short windows. Without one: full-length
+    /// windows again, and every [`SETTLE_WINDOWS`] windows a doubled sampling interval.
     fn adapt(&mut self, changed: bool) {
         if !self.cfg.adaptive {
             return;
@@ -312,10 +339,15 @@ impl SplitHintMonitor {
         if changed {
             self.sample = self.cfg.sample.0;
             self.window_samples = self.cfg.fast_window_samples;
-        } else if self.window_samples < self.cfg.window_samples {
+            self.settled_windows = 0;
+            return;
+        }
+        self.settled_windows += 1;
+        if self.window_samples < self.cfg.window_samples {
             self.window_samples = self.cfg.window_samples;
-        } else {
+        } else if self.settled_windows >= SETTLE_WINDOWS {
             self.sample = (self.sample * 2).min(self.cfg.max_sample.0);
+            self.settled_windows = 0;
         }
     }
 }
