@@ -533,6 +533,32 @@ mod tests {
     }
 
     #[test]
+    fn by_default_a_bin_needs_two_samples() {
+        // The default (docs/BASELINES.md, section 2): 2 samples in a window make a bin
+        // hot, 1 does not; the presets inherit it.
+        let mut p = PebsMonitor::new(PebsConfig::default());
+        let shift = p.cfg.bin.0.trailing_zeros();
+        let b = HEAP.start >> shift;
+        p.bins.extend([(b, 1), (b + 1, 2), (b + 2, 3)]);
+        let s = Stream::new(1_000_000);
+        let hot: Vec<(u64, u32)> = p
+            .report(&s)
+            .iter()
+            .filter(|r| r.nr_accesses > 0)
+            .map(|r| ((r.start - HEAP.start) >> shift, r.nr_accesses))
+            .collect();
+        assert_eq!(hot, [(1, 2), (2, 3)]);
+        for preset in ["pebs-mod", "pebs-agg"] {
+            let Some(crate::config::MonitorConfig::Pebs(c)) =
+                crate::config::MonitorConfig::preset(preset)
+            else {
+                panic!("{preset} is not a PEBS preset");
+            };
+            assert_eq!(c.hot_samples, 2, "{preset}");
+        }
+    }
+
+    #[test]
     fn hot_samples_must_be_positive() {
         let cfg = |hot_samples| PebsConfig {
             hot_samples,

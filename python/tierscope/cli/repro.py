@@ -6,13 +6,21 @@ paper's Figure 7, damo records) plus timeline.png (precision and recall per wind
 Figures 8 and 9) into DIR/NAME, then prints and writes DIR/repro.md and DIR/repro.json:
 precision / recall ours vs the paper's (section 6.2), and Table 2 (monitor cycles) with
 ACCESSED bits flipped (Figure 10).
+
+One seed of the needle is a coin flip for Telescope (DAMON's region management traps a
+sliver of the needle in ~40% of seeds, docs/TELESCOPE.md section 4), so the needle also
+gets a row per Telescope variant with the means over seeds 1..N (--needle-seeds; metrics
+only, no outputs; the per-seed values are in repro.json).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +31,13 @@ from tierscope.texttable import align
 #: Where the experiment files live, relative to the repository root.
 PAPER_DIR = Path(__file__).resolve().parents[3] / "experiments" / "paper"
 SOURCE = "command line"
+
+#: The experiment whose Telescope rows are also given as means over seeds 1..N.
+SEED_EXPERIMENT = "needle-5t"
+SEED_MONITORS = ("telescope-bnd", "telescope-flx")
+#: Default N: 200 seeds of the two monitors take ~45 s (docs/REPRO_TELESCOPE.md), the
+#: sweep of docs/TELESCOPE.md section 4.
+NEEDLE_SEEDS = 200
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +56,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"run only this experiment (repeatable): {', '.join(paper.EXPERIMENTS)}",
     )
     p.add_argument("--threads", type=int, default=0, metavar="N", help="0: one per core")
+    p.add_argument(
+        "--needle-seeds",
+        type=int,
+        default=NEEDLE_SEEDS,
+        metavar="N",
+        help=f"also give {SEED_EXPERIMENT}'s Telescope rows as means over seeds 1..N "
+        f"(0: none; default {NEEDLE_SEEDS})",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
 
@@ -77,6 +100,54 @@ def rows_for(
             }
         )
     return quality, cost
+
+
+def seed_runs(
+    path: Path, seeds: Sequence[int], monitors: Sequence[str], threads: int = 0
+) -> dict[str, list[dict[str, Any]]]:
+    """Runs the experiment file at `path` once per seed with only `monitors` (no outputs
+    written); per monitor, each run's seed (as the run recorded it), precision and recall."""
+    exp = tomllib.loads(path.read_text(encoding="utf-8"))
+    exp["monitors"] = [m for m in exp["monitors"] if m.get("name", m.get("preset")) in monitors]
+    workload = exp.get("workload", {})
+    if "masim" in workload:  # a dict's relative paths are taken from the current directory
+        workload["masim"] = str(path.parent / workload["masim"])
+    from tierscope import run
+
+    per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
+    for seed in seeds:
+        metrics = run({**exp, "seed": seed}, progress=False, threads=threads).metrics
+        for m in monitors:
+            mm = metrics["monitors"][m]
+            per_seed[m].append(
+                {
+                    "seed": metrics["experiment"]["seed"],
+                    "precision": mm["precision"],
+                    "recall": mm["recall"],
+                }
+            )
+    return per_seed
+
+
+def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Quality rows (as `rows_for`'s) with the means of `seed_runs`' values, the
+    experiment named `NAME seeds A-B`; the per-seed values are kept under `seeds`."""
+    rows = []
+    for monitor, runs in per_seed.items():
+        seeds = [r["seed"] for r in runs]
+        pp, pr = paper.PRECISION_RECALL.get((name, monitor), ("", ""))
+        rows.append(
+            {
+                "experiment": f"{name} seeds {min(seeds)}-{max(seeds)}",
+                "monitor": monitor,
+                "precision": statistics.fmean(r["precision"] for r in runs),
+                "recall": statistics.fmean(r["recall"] for r in runs),
+                "paper_precision": pp,
+                "paper_recall": pr,
+                "seeds": runs,
+            }
+        )
+    return rows
 
 
 def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> str:
@@ -120,6 +191,8 @@ def main(args: argparse.Namespace) -> int:
             f"--only: unknown experiment {unknown[0]!r} (expected one of "
             f"{', '.join(paper.EXPERIMENTS)})",
         )
+    if args.needle_seeds < 0:
+        raise config_error(SOURCE, f"--needle-seeds: must be 0 or more, got {args.needle_seeds}")
     out = Path(args.out)
     for n in names:
         check_target(out / n)
@@ -136,6 +209,12 @@ def main(args: argparse.Namespace) -> int:
         q, c = rows_for(n, result.metrics)
         quality += q
         cost += c
+        if n == SEED_EXPERIMENT and args.needle_seeds > 0:
+            t0 = time.monotonic()
+            seeds = range(1, args.needle_seeds + 1)
+            per_seed = seed_runs(PAPER_DIR / f"{n}.toml", seeds, SEED_MONITORS, args.threads)
+            quality += seed_mean_rows(n, per_seed)
+            walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
     text = format_tables(quality, cost)
     print(text)
     total = sum(walls.values())
