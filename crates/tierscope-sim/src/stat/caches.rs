@@ -183,23 +183,7 @@ fn che_time_rates(classes: &[(f64, f64)], ways: u64) -> Option<f64> {
     }
     let f = |t: f64| live().map(|&(c, r)| -c * (-r * t).exp_m1()).sum::<f64>();
     let max_rate = live().map(|c| c.1).fold(0.0, f64::max);
-    let (mut lo, mut hi) = (0.0f64, 1.0 / max_rate);
-    while f(hi) < target {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e300 {
-            return None;
-        }
-    }
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if f(mid) < target {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Some(0.5 * (lo + hi))
+    bisect_increasing(f, target, 1.0 / max_rate, 1e300, 100)
 }
 
 /// Per-key miss probabilities of keys `k0 + i` with rates `rates[i]`, set by set.
@@ -363,16 +347,27 @@ fn che_time(n: u64, extra: &[f64], ways: u64) -> Option<f64> {
     }
     let f =
         |t: f64| n as f64 * -(-t).exp_m1() + extra.iter().map(|&w| -(-w * t).exp_m1()).sum::<f64>();
-    let target = ways as f64;
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    bisect_increasing(f, ways as f64, 1.0, 1e12, 80)
+}
+
+/// The `t >= 0` at which the increasing `f` reaches `target`: doubles from `hi` until it
+/// brackets the root (`None` past `limit`), then bisects `iters` times.
+fn bisect_increasing(
+    f: impl Fn(f64) -> f64,
+    target: f64,
+    mut hi: f64,
+    limit: f64,
+    iters: u32,
+) -> Option<f64> {
+    let mut lo = 0.0f64;
     while f(hi) < target {
         lo = hi;
         hi *= 2.0;
-        if hi > 1e12 {
+        if hi > limit {
             return None;
         }
     }
-    for _ in 0..80 {
+    for _ in 0..iters {
         let mid = 0.5 * (lo + hi);
         if f(mid) < target {
             lo = mid;
