@@ -250,6 +250,66 @@ mod tests {
     }
 
     #[test]
+    fn phase_changes_repeat_with_the_cycle_after_the_warm_up() {
+        let spec = tierscope_core::workload::parse_masim(
+            "a, 1GiB\nb, 1GiB\n\np1\n1000\na, 1, 4096, 1\n\np2\n3000\nb, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let s = 1_000_000_000;
+        // Phases of 1 s and 3 s: boundaries at 1, 4, 5, 8, 9 s; the warm-up hides 1 s and
+        // a boundary at the end of the run is no change.
+        assert_eq!(phase_changes(&spec, s, 9 * s), vec![4 * s, 5 * s, 8 * s]);
+        let one =
+            tierscope_core::workload::parse_masim("a, 1GiB\n\np\n1000\na, 1, 4096, 1\n").unwrap();
+        assert!(phase_changes(&one, 0, 9 * s).is_empty());
+    }
+
+    fn window(start_ms: u64, end_ms: u64, quality: f64) -> WindowMetrics {
+        WindowMetrics {
+            start_ns: start_ms * 1_000_000,
+            end_ns: end_ms * 1_000_000,
+            precision: quality,
+            recall: 1.0,
+            f1: f1(quality, 1.0),
+            reported_hot_bytes: 0,
+            true_hot_bytes: 0,
+            nr_regions: 1,
+            cycles: 0.0,
+        }
+    }
+
+    #[test]
+    fn convergence_waits_for_a_lasting_run_of_good_windows() {
+        let ms = 1_000_000;
+        // Change at 1000 ms: a good window at 1200 is broken by a bad one, the lasting run
+        // starts with the window ending at 1800. The second change (3000 ms) never
+        // converges before the run ends at 4000 and counts as its whole phase.
+        let q = [0.5, 0.95, 0.5, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95];
+        let mut w: Vec<WindowMetrics> = (0..10)
+            .map(|i| window(1000 + 200 * i, 1200 + 200 * i, q[i as usize]))
+            .collect();
+        w.extend((0..5).map(|i| window(3000 + 200 * i, 3200 + 200 * i, 0.2)));
+        let (mean_ms, converged) = convergence(&w, &[1000 * ms, 3000 * ms], 4000 * ms);
+        assert_eq!(converged, 1);
+        assert_eq!(mean_ms, (800.0 + 1000.0) / 2.0);
+    }
+
+    #[test]
+    fn means_are_weighted_by_window_length() {
+        let w = [window(0, 100, 0.0), window(100, 400, 1.0)];
+        let s = summarize(
+            &w,
+            &CostCounters::default(),
+            &CostModel::default(),
+            1,
+            0,
+            &[],
+        );
+        assert_eq!(s.precision, 0.75);
+        assert_eq!((s.convergence_ms, s.phase_changes), (None, 0));
+    }
+
+    #[test]
     fn precision_recall_conventions() {
         assert_eq!(precision_recall(&[], &[]), (1.0, 1.0));
         assert_eq!(precision_recall(&[], &[(0, 4)]), (0.0, 0.0));
