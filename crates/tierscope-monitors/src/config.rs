@@ -13,8 +13,8 @@ pub enum MonitorConfig {
     Telescope(TelescopeConfig),
     Scan(ScanConfig),
     Pebs(PebsConfig),
-    /// Telescope with upper-level bits as split hints, page-level counts and adaptive
-    /// intervals (beyond the paper: docs/SPLIT_HINT.md).
+    /// Telescope-BND with page-level checks of sparse regions and adaptive intervals
+    /// (beyond the paper: docs/SPLIT_HINT.md).
     #[serde(rename = "split_hint")]
     SplitHint(SplitHintConfig),
     /// KVM dirty logging (engine `kvm` only): built by tierscope-experiment, which owns
@@ -315,8 +315,8 @@ impl TelescopeConfig {
     }
 }
 
-/// Split-hint (crate::split_hint): Telescope-BND's regions and hints, leaf probes to find
-/// sparse regions, page mode under them, and adaptive intervals.
+/// Split-hint (crate::split_hint): Telescope-BND's regions and hints, trial leaf tables to
+/// find sparse regions, page mode under them, and adaptive intervals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SplitHintConfig {
@@ -333,13 +333,14 @@ pub struct SplitHintConfig {
     pub max_nr_regions: u32,
     /// As Telescope's; page-mode scans always flush what they clear.
     pub flush: FlushPolicy,
-    /// A hinted-hot region whose leaf probes found it accessed in at most this share of
-    /// the samples is sparse, and goes to page mode.
+    /// A trial table is sparse when two windows found the same entries accessed, at most
+    /// this share of its 512; its region then goes to page mode.
     pub sparse_share: f64,
-    /// Most leaf tables (of 512 entries) in page mode at once: bounds the scan's cost.
+    /// Most leaf tables (of 512 entries) scanned at once, trials and page mode: bounds the
+    /// scans' cost.
     pub max_page_tables: u32,
-    /// Hints contradicting the last window over this share of its hot bytes, twice in a
-    /// row, close the window early.
+    /// Hints contradicting the last window over this share of its hot bytes (at least
+    /// 64 MiB), twice in a row, close the window and start short windows.
     pub change_share: f64,
     /// Adapt the intervals; `false` keeps Telescope's fixed 5 ms / 200 ms.
     pub adaptive: bool,

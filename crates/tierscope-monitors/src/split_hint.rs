@@ -1,17 +1,17 @@
 //! Split-hint: Telescope-BND with its upper-level ACCESSED bits used as *hints* of where
-//! to look, page-level counts where the hints and the pages disagree, and adaptive
-//! intervals. Beyond the paper; docs/SPLIT_HINT.md says where it wins and where it loses.
+//! to look, the pages' own bits where a region is sparse, and adaptive intervals. Beyond the paper; docs/SPLIT_HINT.md says where it wins and where it loses.
 //!
 //! Three changes to Telescope-BND, each answering one of its known weaknesses:
 //! 1. Trial tables. Telescope counts a region accessed whenever the upper-level entry it
 //!    probes is, so a region with a few hot pages under every entry reads as hot as a whole
 //!    (the kernel reviewers' objection, docs/SPLIT_HINT.md). At every window end each
-//!    region whose hint was set in any sample has one random leaf table (512
-//!    leaf entries) in it cleared, and read at the next two window ends: the share of entries
+//!    region whose hint was set in any sample has one random leaf table (512 leaf
+//!    entries) in it cleared, and read at the next two window ends: the share of entries
 //!    accessed is the region's page-level density.
 //! 2. Page mode. When a trial table is sparse (two windows found the same few entries
-//!    accessed, at most `sparse_share` of them), every leaf table of its region is scanned once per window and
-//!    reported entry by entry, with the pages' own bits; `max_page_tables` bounds the cost.
+//!    accessed, at most `sparse_share` of them), every leaf table of its region is scanned
+//!    once per window and reported entry by entry, with the pages' own bits;
+//!    `max_page_tables` bounds the cost.
 //!    A table leaves page mode when it stays idle for two windows or turns dense
 //!    (Telescope's region counts are right again there).
 //! 3. Adaptive intervals. When the hints contradict the last window over half of its hot
@@ -130,13 +130,10 @@ pub struct SplitHintMonitor {
 impl SplitHintMonitor {
     pub fn new(cfg: SplitHintConfig, rng: Rng) -> Self {
         let attrs = cfg.attrs();
+        // The probe reads only the entry-picking and flush fields; the intervals and
+        // region limits are this monitor's.
         let hint = TelescopeProbe::new(TelescopeConfig {
             variant: Variant::Bounded,
-            sample: cfg.sample,
-            aggr: cfg.sample,
-            ops_update: cfg.ops_update,
-            min_nr_regions: cfg.min_nr_regions,
-            max_nr_regions: cfg.max_nr_regions,
             flush: cfg.flush,
             ..TelescopeConfig::default()
         });
