@@ -9,6 +9,8 @@ pub mod regions;
 pub mod scan;
 pub mod split_hint;
 pub mod telescope;
+#[cfg(test)]
+mod test_machine;
 
 use config::{FlushPolicy, MonitorConfig};
 use region_monitor::{Probe, RegionMonitor};

@@ -520,8 +520,8 @@ fn overlay(regions: &[RegionReport], pages: &[RegionReport]) -> Vec<RegionReport
 mod tests {
     use super::*;
     use crate::region_monitor::RegionMonitor;
-    use std::collections::HashSet;
-    use tierscope_core::{CostCounters, Mapping, PageSize, Paging};
+    use crate::test_machine::Flat;
+    use tierscope_core::PageSize;
 
     const MIB: u64 = 1 << 20;
     const BASE: u64 = 1 << 40;
@@ -556,84 +556,26 @@ mod tests {
         sum
     }
 
-    /// One 4 KiB mapping whose `hot` pages are accessed before every wake: their leaf
-    /// and every upper-level entry above them get the ACCESSED bit.
+    /// A 4 KiB heap at `BASE` whose `hot` pages are accessed before every wake.
     struct Hot {
-        maps: Vec<Mapping>,
-        bits: HashSet<(Level, u64)>,
+        m: Flat,
         hot: Vec<u64>,
-        now: Nanos,
-        cost: CostCounters,
     }
 
     impl Hot {
         fn new(size: u64, hot: Vec<u64>) -> Self {
-            Hot {
-                maps: vec![Mapping {
-                    range: AddrRange::new(BASE, BASE + size),
-                    page_size: PageSize::Base4K,
-                    name: "heap".into(),
-                }],
-                bits: HashSet::new(),
-                hot,
-                now: 0,
-                cost: CostCounters::default(),
-            }
-        }
-
-        fn touch(&mut self) {
-            for &va in &self.hot {
-                for l in Level::ALL.into_iter().take(4) {
-                    self.bits.insert((l, l.align_down(va)));
-                }
-            }
-        }
-    }
-
-    impl Machine for Hot {
-        fn paging(&self) -> Paging {
-            Paging::FourLevel
-        }
-        fn now(&self) -> Nanos {
-            self.now
-        }
-        fn mappings(&self) -> &[Mapping] {
-            &self.maps
-        }
-        fn leaf_level(&mut self, va: u64) -> Option<Level> {
-            self.maps[0].range.contains(va).then_some(Level::Pte)
-        }
-        fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
-            self.cost.charge_read(4);
-            Some(self.bits.contains(&(level, level.align_down(va))))
-        }
-        fn test_and_clear_accessed(&mut self, level: Level, va: u64) -> Option<bool> {
-            let old = self.bits.remove(&(level, level.align_down(va)));
-            self.cost.charge_test_and_clear(4, old);
-            Some(old)
-        }
-        fn dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn flush(&mut self, _: Flush) {}
-        fn cost(&self) -> &CostCounters {
-            &self.cost
-        }
-        fn cost_mut(&mut self) -> &mut CostCounters {
-            &mut self.cost
+            let m = Flat::new(&[(BASE, BASE + size, PageSize::Base4K)]);
+            Hot { m, hot }
         }
     }
 
     /// Runs `monitor` until `until`; returns its snapshots.
-    fn run(monitor: &mut dyn Monitor, m: &mut Hot, until: Nanos) -> Vec<Snapshot> {
+    fn run(monitor: &mut dyn Monitor, h: &mut Hot, until: Nanos) -> Vec<Snapshot> {
         let mut out = vec![];
         while monitor.next_wakeup() <= until {
-            m.now = monitor.next_wakeup();
-            m.touch();
-            out.extend(monitor.wake(m));
+            h.m.now = monitor.next_wakeup();
+            h.m.touch(&h.hot);
+            out.extend(monitor.wake(&mut h.m));
         }
         out
     }
@@ -711,12 +653,12 @@ mod tests {
         // The hot set moves: the next window closes within a few samples, at the fastest
         // interval, and short windows follow.
         m.hot = hot(160 * MIB);
-        let moved_at = m.now;
+        let moved_at = m.m.now;
         let mut first = None;
         while first.is_none() {
-            m.now = sh.next_wakeup();
-            m.touch();
-            first = sh.wake(&mut m);
+            m.m.now = sh.next_wakeup();
+            m.m.touch(&m.hot);
+            first = sh.wake(&mut m.m);
         }
         let first = first.unwrap();
         assert!(first.end - moved_at <= 3 * cfg.max_sample.0, "{first:?}");
