@@ -1,5 +1,6 @@
 //! Split-hint: Telescope-BND with its upper-level ACCESSED bits used as *hints* of where
-//! to look, the pages' own bits where a region is sparse, and adaptive intervals. Beyond the paper; docs/SPLIT_HINT.md says where it wins and where it loses.
+//! to look, the pages' own bits where a region is sparse, and adaptive intervals. Beyond
+//! the paper; docs/SPLIT_HINT.md says where it wins and where it loses.
 //!
 //! Three changes to Telescope-BND, each answering one of its known weaknesses:
 //! 1. Trial tables. Telescope counts a region accessed whenever the upper-level entry it

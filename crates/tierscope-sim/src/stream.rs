@@ -1,6 +1,7 @@
 //! MASIM's access generator: per phase, pick a pattern by weight, run a batch of accesses
 //! in its region (random: an offset per access drawn from the pattern's density, uniform
-//! as in masim or hotspot / gaussian / zipf; sequential: offset += stride, wrapping), repeat; phases follow each other by time and repeat when the run is longer.
+//! as in masim or hotspot / gaussian / zipf; sequential: offset += stride, wrapping),
+//! repeat; phases follow each other by time and repeat when the run is longer.
 //! Access number `i` of a thread happens at `i * 1e9 / rate` ns.
 
 use tierscope_core::rng::Rng;
