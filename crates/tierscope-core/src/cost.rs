@@ -38,6 +38,8 @@ pub struct CostCounters {
     pub scan_batches: u64,
     /// Sleeps between batches (timer set-up, switch out and back in).
     pub scan_sleeps: u64,
+    /// Pages drained from a write log (PML entries, dirty-log bits).
+    pub log_pages: u64,
 }
 
 impl CostCounters {
@@ -75,6 +77,7 @@ impl CostCounters {
         self.scan_pages += o.scan_pages;
         self.scan_batches += o.scan_batches;
         self.scan_sleeps += o.scan_sleeps;
+        self.log_pages += o.log_pages;
     }
 }
 
@@ -116,6 +119,8 @@ pub struct CostModel {
     pub scan_batch: f64,
     /// Going to sleep and waking up again between batches.
     pub scan_sleep: f64,
+    /// Reading one logged page from a write log and adding it to its block.
+    pub log_page: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -137,6 +142,7 @@ impl Default for CostModel {
             scan_page: 30.0,
             scan_batch: 2_000.0,
             scan_sleep: 5_000.0,
+            log_page: 100.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -158,6 +164,7 @@ impl CostModel {
             + c.scan_pages as f64 * self.scan_page
             + c.scan_batches as f64 * self.scan_batch
             + c.scan_sleeps as f64 * self.scan_sleep
+            + c.log_pages as f64 * self.log_page
     }
 
     /// The cycles of `c` spent on the workload's own cores (PMU interrupts) rather than

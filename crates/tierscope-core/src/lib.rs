@@ -4,6 +4,7 @@
 
 pub mod addr;
 pub mod cost;
+pub mod error;
 pub mod machine;
 pub mod rng;
 pub mod snapshot;
@@ -12,8 +13,10 @@ pub mod workload;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};
+pub use error::FieldError;
 pub use machine::{
-    BlockIntervals, Engine, Flush, Machine, MachineStats, Monitor, PmuEvent, PmuSample,
+    BlockIntervals, Capabilities, Capability, Engine, Flush, Machine, MachineStats, Monitor, Pmu,
+    PmuEvent, PmuSample, WriteLog,
 };
 pub use snapshot::{Intervals, RegionReport, Snapshot};
 pub use units::Nanos;

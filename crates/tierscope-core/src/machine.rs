@@ -1,7 +1,12 @@
 //! The interface between telemetry and hardware. Monitors see only [`Machine`]; engines
 //! (the exact simulator, the statistical simulator, a KVM guest) implement it.
+//!
+//! Every engine has page-table bits, flushes, mappings, time and costs. Optional hardware
+//! (a PEBS-like PMU, a write log) is reached through capability accessors that return
+//! `Option`; what an engine offers is declared up front as [`Capabilities`], so an
+//! experiment asking for hardware its engine lacks is rejected before it runs.
 
-use crate::addr::{Level, Mapping, Paging};
+use crate::addr::{AddrRange, Level, Mapping, Paging};
 use crate::cost::CostCounters;
 use crate::snapshot::{Intervals, Snapshot};
 use crate::units::Nanos;
@@ -35,6 +40,96 @@ pub struct PmuSample {
     pub time: Nanos,
     pub va: u64,
     pub store: bool,
+}
+
+/// Optional hardware of a machine, which monitors (and policies) may require.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// A PEBS-like sampler of retired loads and stores ([`Pmu`]).
+    Pmu,
+    /// A log of the pages the workload wrote ([`WriteLog`]: KVM's dirty log, PML).
+    WriteLog,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 2] = [Capability::Pmu, Capability::WriteLog];
+
+    /// The name used in configs, errors and the Python API.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Capability::Pmu => "pmu",
+            Capability::WriteLog => "write_log",
+        }
+    }
+
+    /// What it is, for error messages and help.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Capability::Pmu => "a PEBS-like PMU sampler",
+            Capability::WriteLog => "a write log (PML / KVM dirty log)",
+        }
+    }
+
+    const fn bit(self) -> u32 {
+        1 << self as u32
+    }
+}
+
+/// A set of [`Capability`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Capabilities(u32);
+
+impl Capabilities {
+    pub const NONE: Capabilities = Capabilities(0);
+
+    pub const fn of(caps: &[Capability]) -> Capabilities {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < caps.len() {
+            bits |= caps[i].bit();
+            i += 1;
+        }
+        Capabilities(bits)
+    }
+
+    pub const fn contains(self, c: Capability) -> bool {
+        self.0 & c.bit() != 0
+    }
+
+    /// The capabilities of `self` that `offered` lacks, in [`Capability::ALL`] order.
+    pub fn missing_from(self, offered: Capabilities) -> Vec<Capability> {
+        Capability::ALL
+            .into_iter()
+            .filter(|&c| self.contains(c) && !offered.contains(c))
+            .collect()
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Capability> {
+        Capability::ALL
+            .into_iter()
+            .filter(move |&c| self.contains(c))
+    }
+}
+
+/// A PEBS-like sampler on every core running the workload.
+pub trait Pmu {
+    /// Programs each workload core's counter to record every `period`-th `event` (a PEBS
+    /// counter with that sample-after value, restarting its count); `None` stops sampling.
+    fn program(&mut self, event: PmuEvent, period: Option<u64>);
+
+    /// Moves the samples recorded since the last drain into `out`, oldest first.
+    fn drain(&mut self, out: &mut Vec<PmuSample>);
+}
+
+/// A log of the workload's writes, as Intel PML or KVM's dirty log keeps it.
+pub trait WriteLog {
+    /// Moves the 4 KiB pages written since the last drain into `out` (addresses, sorted).
+    fn drain_written(&mut self, out: &mut Vec<u64>);
+
+    /// Moves into `out` the spans mapped by the leaf page tables written since the last
+    /// drain: a walker setting an ACCESSED or DIRTY bit writes the table, so these are the
+    /// tables with entries accessed since (vmmload's read inference), sorted.
+    fn drain_tables(&mut self, out: &mut Vec<AddrRange>);
 }
 
 /// Linux's `tlb_single_page_flush_ceiling` default.
@@ -75,15 +170,15 @@ pub trait Machine {
     /// Drops cached translations on every core running the workload.
     fn flush(&mut self, what: Flush);
 
-    /// Programs the PMU of every workload core to record every `period`-th `event` (a
-    /// PEBS counter with that sample-after value); `None` stops sampling. Returns false
-    /// when the machine has no PMU.
-    fn pmu_program(&mut self, _event: PmuEvent, _period: Option<u64>) -> bool {
-        false
+    /// The PMU, when the machine has one ([`Capability::Pmu`]).
+    fn pmu(&mut self) -> Option<&mut dyn Pmu> {
+        None
     }
 
-    /// Moves the samples recorded since the last drain into `out`, oldest first.
-    fn pmu_drain(&mut self, _out: &mut Vec<PmuSample>) {}
+    /// The write log, when the machine keeps one ([`Capability::WriteLog`]).
+    fn write_log(&mut self) -> Option<&mut dyn WriteLog> {
+        None
+    }
 
     /// The work counted so far.
     fn cost(&self) -> &CostCounters;

@@ -104,7 +104,9 @@ fn run(
     flush: bool,
     probes: usize,
 ) -> Outcome {
-    let mut engine = tierscope_sim::build_engine(&exp.machine, params).expect("engine");
+    let mut engine =
+        tierscope_sim::build_engine(tierscope_sim::SimEngine::Exact, &exp.machine.sim(), params)
+            .expect("engine");
     let hot = engine
         .as_machine()
         .mappings()

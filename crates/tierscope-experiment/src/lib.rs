@@ -1,12 +1,13 @@
 //! Experiments: the file format, the runner that drives monitors on engines, and the
 //! evaluation of their snapshots against the ground truth.
 
+pub mod build;
 pub mod config;
-pub mod engine;
 pub mod evaluate;
 pub mod impact;
 pub mod result;
 pub mod run;
+pub mod sweep;
 
 pub use config::{parse_experiment, ConfigError, Experiment, Format};
 pub use result::{MonitorRun, Progress, RunResult, Summary, WindowMetrics};

@@ -7,8 +7,8 @@ use crate::impact::{self, ImpactModel};
 use crate::result::{MonitorRun, Progress, RunResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use tierscope_core::{AddrRange, MachineStats, Mapping};
-use tierscope_monitors::config::{FlushPolicy, MonitorConfig};
+use tierscope_core::{AddrRange, Capabilities, MachineStats, Mapping};
+use tierscope_monitors::Truth;
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,9 +50,9 @@ pub fn run_experiment(
     // (only needed when some monitor flushes: otherwise the walks are identical).
     // A real machine (kvm) runs in real time and counts no walks: no baseline, and one
     // monitor at a time (each VM would take the other's cores).
-    crate::engine::check_available(exp)?;
-    let real = crate::engine::is_real(exp);
-    let baseline_job = !real && exp.monitors.iter().any(|m| may_flush(&m.config));
+    crate::build::check_available(exp)?;
+    let real = exp.machine.engine.is_real();
+    let baseline_job = !real && exp.monitors.iter().any(|m| m.config.flushes());
     let jobs = n + baseline_job as usize;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let threads = if real {
@@ -120,22 +120,9 @@ pub fn run_experiment(
     })
 }
 
-/// Whether a monitor configuration can flush translations.
-fn may_flush(config: &MonitorConfig) -> bool {
-    match config {
-        MonitorConfig::Damon(c) => c.flush == FlushPolicy::All,
-        MonitorConfig::Telescope(c) => c.flush != FlushPolicy::None,
-        // Its page-mode scans flush what they clear.
-        MonitorConfig::SplitHint(_) => true,
-        // Scan (by default), PEBS and the others never flush.
-        MonitorConfig::Scan(c) => c.flush == FlushPolicy::All,
-        _ => false,
-    }
-}
-
 /// The workload alone: the machine counters of the identical access stream, unmonitored.
 fn run_baseline(exp: &Experiment, progress: &Progress) -> Result<MachineStats, RunError> {
-    let mut engine = crate::engine::build_engine(exp)?;
+    let mut engine = crate::build::engine(exp, Capabilities::NONE, Truth::Accessed)?;
     // In steps, so that a cancel is noticed.
     let step = 100_000_000;
     let mut t = 0;
@@ -151,13 +138,13 @@ fn run_baseline(exp: &Experiment, progress: &Progress) -> Result<MachineStats, R
 
 fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<OneRun, RunError> {
     let entry = &exp.monitors[index];
-    let (mut engine, mut monitor) = crate::engine::build(exp, index)?;
+    let (mut engine, mut monitor) = crate::build::monitor(exp, index)?;
     let mut snapshots = vec![];
     let mut truth = vec![];
     let mut window_cycles = vec![];
     let mut cycles_before = 0.0;
     let mut monitor_cpu_ns = 0u64;
-    let real = crate::engine::is_real(exp);
+    let real = exp.machine.engine.is_real();
     loop {
         let t = monitor.next_wakeup();
         if t > exp.duration_ns {

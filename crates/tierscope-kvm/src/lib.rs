@@ -5,11 +5,13 @@
 pub mod abi;
 mod engine;
 mod mem;
+pub mod options;
 pub mod pml;
 mod stats;
 mod vm;
 
 pub use engine::{DirtyLog, GuestCounters, KvmEngine, KvmParams};
+pub use options::KvmOptions;
 pub use vm::Layout;
 
 /// Why the KVM engine could not be used or failed.

@@ -3,8 +3,8 @@
 //! boundary merge, report, reset and split; at every ops-update boundary refresh the
 //! monitored ranges. What a probe is differs per technique ([`Probe`]).
 
-use crate::config::RegionAttrs;
 use crate::regions::{three_regions, Region, Regions};
+use crate::shared::RegionAttrs;
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Intervals, Machine, Monitor, Nanos, Snapshot};
 

@@ -2,7 +2,7 @@
 //! initial layout, even splitting to `min_nr_regions`, merging of similar neighbours with
 //! ageing, random splitting, and refreshing the monitored ranges. Telescope reuses it as is.
 
-use crate::config::RegionAttrs;
+use crate::shared::RegionAttrs;
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, CostCounters, Mapping, RegionReport};
 

@@ -22,17 +22,152 @@
 //!    windows return to full length, and after every five windows without a change the
 //!    sampling interval doubles, up to `max_sample`, so a settled workload costs less.
 
-use crate::config::{RegionAttrs, SplitHintConfig, TelescopeConfig, Variant};
 use crate::region_monitor::Probe;
 use crate::regions::{three_regions, Regions};
-use crate::telescope::TelescopeProbe;
+use crate::registry::{BuildContext, Preset, Technique};
+use crate::shared::{FlushPolicy, RegionAttrs};
+use crate::telescope::{TelescopeConfig, TelescopeProbe, Variant};
+use serde::{Deserialize, Serialize};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
+use tierscope_core::units::{Duration, NS_PER_MS};
 use tierscope_core::{
-    AddrRange, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
+    AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
 };
+
+/// Split-hint (crate::split_hint): Telescope-BND's regions and hints, trial leaf tables to
+/// find sparse regions, page mode under them, and adaptive intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitHintConfig {
+    /// The fastest sampling interval (after a change, and at the start).
+    pub sample: Duration,
+    /// The slowest sampling interval a settled workload backs off to.
+    pub max_sample: Duration,
+    /// Samples per window once settled (40 x 5 ms = Telescope's 200 ms window).
+    pub window_samples: u32,
+    /// Samples per window right after a change.
+    pub fast_window_samples: u32,
+    pub ops_update: Duration,
+    pub min_nr_regions: u32,
+    pub max_nr_regions: u32,
+    /// As Telescope's; page-mode scans always flush what they clear.
+    pub flush: FlushPolicy,
+    /// A trial table is sparse when two windows found the same entries accessed, at most
+    /// this share of its 512; its region then goes to page mode.
+    pub sparse_share: f64,
+    /// Most leaf tables (of 512 entries) scanned at once, trials and page mode: bounds the
+    /// scans' cost.
+    pub max_page_tables: u32,
+    /// Hints contradicting the last window over this share of its hot bytes (at least
+    /// 64 MiB), twice in a row, close the window and start short windows.
+    pub change_share: f64,
+    /// Adapt the intervals; `false` keeps Telescope's fixed 5 ms / 200 ms.
+    pub adaptive: bool,
+}
+
+impl Default for SplitHintConfig {
+    fn default() -> Self {
+        let t = TelescopeConfig::default();
+        SplitHintConfig {
+            sample: t.sample,
+            max_sample: Duration(20 * NS_PER_MS),
+            window_samples: 40,
+            fast_window_samples: 10,
+            ops_update: t.ops_update,
+            min_nr_regions: t.min_nr_regions,
+            max_nr_regions: t.max_nr_regions,
+            flush: t.flush,
+            sparse_share: 0.25,
+            max_page_tables: 1024,
+            change_share: 0.5,
+            adaptive: true,
+        }
+    }
+}
+
+impl SplitHintConfig {
+    /// The region attributes of a settled window at the fastest interval.
+    pub fn attrs(&self) -> RegionAttrs {
+        RegionAttrs {
+            sample: self.sample.0,
+            aggr: self.sample.0.saturating_mul(self.window_samples as u64),
+            ops_update: self.ops_update.0,
+            min_nr_regions: self.min_nr_regions,
+            max_nr_regions: self.max_nr_regions,
+        }
+    }
+}
+
+impl Technique for SplitHintConfig {
+    fn presets() -> Vec<Preset<Self>> {
+        vec![Preset {
+            name: "split-hint",
+            help: "Telescope-BND with page-level checks of sparse regions and adaptive \
+                   intervals (beyond the paper: docs/SPLIT_HINT.md)",
+            config: SplitHintConfig::default(),
+        }]
+    }
+
+    /// Its page-mode scans flush what they clear.
+    fn flushes(&self) -> bool {
+        true
+    }
+
+    fn validate(&self) -> Result<(), FieldError> {
+        self.attrs().validate().map_err(|mut e| {
+            if e.field == "aggr" {
+                e.field = "window_samples".into();
+            }
+            e
+        })?;
+        if self.max_sample.0 < self.sample.0 {
+            return Err(FieldError::new(
+                "max_sample",
+                format!(
+                    "must be at least sample ({} ns < {} ns)",
+                    self.max_sample.0, self.sample.0
+                ),
+            ));
+        }
+        for (field, v) in [
+            ("window_samples", self.window_samples),
+            ("fast_window_samples", self.fast_window_samples),
+        ] {
+            if v == 0 {
+                return Err(FieldError::new(field, "must be at least 1"));
+            }
+        }
+        if self.fast_window_samples > self.window_samples {
+            return Err(FieldError::new(
+                "fast_window_samples",
+                format!(
+                    "must be at most window_samples ({} > {})",
+                    self.fast_window_samples, self.window_samples
+                ),
+            ));
+        }
+        if !(0.0..1.0).contains(&self.sparse_share) {
+            return Err(FieldError::new(
+                "sparse_share",
+                format!("must be in [0, 1), got {}", self.sparse_share),
+            ));
+        }
+        if !(self.change_share > 0.0 && self.change_share.is_finite()) {
+            return Err(FieldError::new(
+                "change_share",
+                format!("must be positive, got {}", self.change_share),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, ctx: BuildContext) -> Box<dyn Monitor> {
+        Box::new(SplitHintMonitor::new(self.clone(), ctx.rng))
+    }
+}
 
 /// Entries per page table.
 const TABLE_ENTRIES: u64 = 512;

@@ -4,13 +4,173 @@
 //! accepts entries that overshoot by at most a per-level fraction of their span.
 //! docs/TELESCOPE.md records the readings chosen where the paper is open.
 
-use crate::config::{EntryPick, FlushPolicy, TelescopeConfig, Variant};
-use crate::region_monitor::Probe;
+use crate::damon::DamonConfig;
+use crate::region_monitor::{Probe, RegionMonitor};
 use crate::regions::Region;
+use crate::registry::{BuildContext, Preset, Technique};
+use crate::shared::{FlushPolicy, RegionAttrs};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
-use tierscope_core::{Flush, Level, Machine};
+use tierscope_core::units::Duration;
+use tierscope_core::{FieldError, Flush, Level, Machine, Monitor};
+
+/// How Telescope picks the page-table level to profile for a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// The highest level whose entry lies entirely inside the region.
+    Bounded,
+    /// The highest level whose entry overshoots the region by at most the level's error
+    /// threshold; falls back to bounded.
+    Flex,
+}
+
+/// Which entry Telescope profiles when the highest fitting level does not tile the
+/// region exactly (docs/TELESCOPE.md discusses both readings of the paper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryPick {
+    /// Draw a sampling address uniformly in the region, then climb from the leaf while the
+    /// entry around it qualifies (the upstream kernel patch). Entries are picked in
+    /// proportion to the bytes they cover.
+    Address,
+    /// Decompose the region into the largest qualifying entries and pick one of them
+    /// uniformly, whatever its size.
+    Uniform,
+}
+
+/// Flex's error thresholds: the fraction of an entry's span that may lie outside the
+/// region. Paper defaults: 15% at PUD and above, 25% at PMD and PTE.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LevelThresholds {
+    pub pte: f64,
+    pub pmd: f64,
+    pub pud: f64,
+    pub pml4: f64,
+    pub pml5: f64,
+}
+
+impl Default for LevelThresholds {
+    fn default() -> Self {
+        LevelThresholds {
+            pte: 0.25,
+            pmd: 0.25,
+            pud: 0.15,
+            pml4: 0.15,
+            pml5: 0.15,
+        }
+    }
+}
+
+impl LevelThresholds {
+    pub fn get(&self, level: Level) -> f64 {
+        match level {
+            Level::Pte => self.pte,
+            Level::Pmd => self.pmd,
+            Level::Pud => self.pud,
+            Level::Pml4 => self.pml4,
+            Level::Pml5 => self.pml5,
+        }
+    }
+
+    fn validate(&self) -> Result<(), FieldError> {
+        for l in Level::ALL {
+            let t = self.get(l);
+            if !(0.0..1.0).contains(&t) {
+                return Err(FieldError::new(
+                    format!("flex_threshold.{l}"),
+                    format!("must be in [0, 1), got {t}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Telescope: DAMON's region management, profiling entries at every page-table level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelescopeConfig {
+    pub variant: Variant,
+    pub sample: Duration,
+    pub aggr: Duration,
+    pub ops_update: Duration,
+    pub min_nr_regions: u32,
+    pub max_nr_regions: u32,
+    pub flex_threshold: LevelThresholds,
+    pub entry_pick: EntryPick,
+    pub flush: FlushPolicy,
+}
+
+impl Default for TelescopeConfig {
+    fn default() -> Self {
+        let d = DamonConfig::default();
+        TelescopeConfig {
+            variant: Variant::Bounded,
+            sample: d.sample,
+            aggr: d.aggr,
+            ops_update: d.ops_update,
+            min_nr_regions: d.min_nr_regions,
+            max_nr_regions: d.max_nr_regions,
+            flex_threshold: LevelThresholds::default(),
+            entry_pick: EntryPick::Address,
+            flush: FlushPolicy::Upper,
+        }
+    }
+}
+
+impl Technique for TelescopeConfig {
+    fn presets() -> Vec<Preset<Self>> {
+        let telescope = |variant| TelescopeConfig {
+            variant,
+            ..TelescopeConfig::default()
+        };
+        vec![
+            Preset {
+                name: "telescope-bnd",
+                help: "Telescope, bounded: the highest page-table entry inside each region",
+                config: telescope(Variant::Bounded),
+            },
+            Preset {
+                name: "telescope-flx",
+                help: "Telescope, flex: entries may overshoot a region by 15-25% of their span",
+                config: telescope(Variant::Flex),
+            },
+        ]
+    }
+
+    fn flushes(&self) -> bool {
+        self.flush != FlushPolicy::None
+    }
+
+    fn validate(&self) -> Result<(), FieldError> {
+        self.attrs().validate()?;
+        self.flex_threshold.validate()
+    }
+
+    fn build(&self, ctx: BuildContext) -> Box<dyn Monitor> {
+        Box::new(RegionMonitor::new(
+            self.attrs(),
+            TelescopeProbe::new(self.clone()),
+            ctx.rng,
+        ))
+    }
+}
+
+impl TelescopeConfig {
+    pub fn attrs(&self) -> RegionAttrs {
+        RegionAttrs {
+            sample: self.sample.0,
+            aggr: self.aggr.0,
+            ops_update: self.ops_update.0,
+            min_nr_regions: self.min_nr_regions,
+            max_nr_regions: self.max_nr_regions,
+        }
+    }
+}
 
 pub struct TelescopeProbe {
     cfg: TelescopeConfig,
@@ -30,11 +190,6 @@ impl TelescopeProbe {
             covers: HashMap::new(),
             pending_flush: vec![],
         }
-    }
-
-    /// The entry prepared for region `index`: its level and an address inside its span.
-    pub fn chosen(&self, index: usize) -> (Level, u64) {
-        self.chosen[index]
     }
 
     /// Whether the entry at `level` containing `va` may profile region `r`.

@@ -3,8 +3,24 @@
 
 use std::collections::{HashMap, HashSet};
 use tierscope_core::{
-    AddrRange, CostCounters, Flush, Level, Machine, Mapping, Nanos, PageSize, Paging,
+    AddrRange, CostCounters, Flush, Level, Machine, Mapping, Nanos, PageSize, Paging, WriteLog,
 };
+
+/// A write log the test fills by hand.
+#[derive(Default)]
+pub struct FlatLog {
+    pub written: Vec<u64>,
+    pub tables: Vec<AddrRange>,
+}
+
+impl WriteLog for FlatLog {
+    fn drain_written(&mut self, out: &mut Vec<u64>) {
+        out.append(&mut self.written);
+    }
+    fn drain_tables(&mut self, out: &mut Vec<AddrRange>) {
+        out.append(&mut self.tables);
+    }
+}
 
 /// A machine with flat per-entry bits that records every test-and-clear.
 pub struct Flat {
@@ -13,6 +29,8 @@ pub struct Flat {
     pub clears: HashMap<(Level, u64), u32>,
     pub now: Nanos,
     pub cost: CostCounters,
+    /// The machine's write log, when a test gives it one.
+    pub log: Option<FlatLog>,
 }
 
 impl Flat {
@@ -30,6 +48,7 @@ impl Flat {
             clears: HashMap::new(),
             now: 0,
             cost: CostCounters::default(),
+            log: None,
         }
     }
 
@@ -99,6 +118,9 @@ impl Machine for Flat {
         None
     }
     fn flush(&mut self, _: Flush) {}
+    fn write_log(&mut self) -> Option<&mut dyn WriteLog> {
+        self.log.as_mut().map(|l| l as &mut dyn WriteLog)
+    }
     fn cost(&self) -> &CostCounters {
         &self.cost
     }

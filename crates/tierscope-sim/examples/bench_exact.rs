@@ -8,7 +8,7 @@ use std::time::Instant;
 use tierscope_core::units::{parse_size, NS_PER_S};
 use tierscope_core::workload::parse_masim;
 use tierscope_core::{Engine, PageSize};
-use tierscope_sim::config::MachineConfig;
+use tierscope_sim::config::SimMachine;
 use tierscope_sim::exact::ExactEngine;
 use tierscope_sim::WorkloadParams;
 
@@ -24,9 +24,9 @@ fn main() {
         "heap, {bytes}\n\np\n1000000\nheap, 1, 4096, 1, ro\n"
     ))
     .unwrap();
-    let config = MachineConfig {
+    let config = SimMachine {
         page_size: page,
-        ..MachineConfig::default()
+        ..SimMachine::default()
     };
     let params = WorkloadParams {
         spec: &spec,

@@ -1,7 +1,7 @@
 //! The exact engine: executes every access of every workload thread through its core's
 //! TLBs and paging-structure caches and the page walker, and serves monitors the real bits.
 
-use crate::config::MachineConfig;
+use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::mmu::Mmu;
 use crate::page_table::PageTable;
@@ -11,7 +11,7 @@ use crate::WorkloadParams;
 use tierscope_core::rng::Rng;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    Nanos, Paging, PmuEvent, PmuSample,
+    Nanos, Paging, Pmu, PmuEvent, PmuSample,
 };
 
 /// Accesses one thread issues before the next thread takes its turn.
@@ -22,18 +22,40 @@ const PREFETCH_DISTANCE: usize = 16;
 
 /// A PEBS counter: counts qualifying events down from the period; at zero it records.
 #[derive(Debug, Clone, Copy)]
-struct Pmu {
+struct Counter {
     event: PmuEvent,
     period: u64,
     left: u64,
 }
 
+/// The PMU of the workload's cores: the programmed counter, each core's running copy, and
+/// the samples not yet drained.
+#[derive(Debug, Default)]
+struct ExactPmu {
+    programmed: Option<Counter>,
+    /// Per-core counters while sampling (core 0's also lives in `programmed`).
+    cores: Vec<Counter>,
+    samples: Vec<PmuSample>,
+}
+
+impl Pmu for ExactPmu {
+    fn program(&mut self, event: PmuEvent, period: Option<u64>) {
+        self.programmed = period.map(|p| Counter {
+            event,
+            period: p.max(1),
+            left: p.max(1),
+        });
+        self.cores.clear();
+    }
+
+    fn drain(&mut self, out: &mut Vec<PmuSample>) {
+        out.append(&mut self.samples);
+    }
+}
+
 pub struct ExactEngine {
     mmu: Mmu,
-    pmu: Option<Pmu>,
-    /// Per-core PMU counters while sampling (core 0's also lives in `pmu`).
-    pmu_cores: Vec<Pmu>,
-    samples: Vec<PmuSample>,
+    pmu: ExactPmu,
     layout: Layout,
     streams: Vec<AccessStream>,
     truth: TruthRecorder,
@@ -42,8 +64,8 @@ pub struct ExactEngine {
 }
 
 impl ExactEngine {
-    pub fn new(config: &MachineConfig, params: &WorkloadParams) -> Result<Self, String> {
-        let paging = config.paging();
+    pub fn new(config: &SimMachine, params: &WorkloadParams) -> Result<Self, String> {
+        let paging = config.paging;
         let layout = lay_out(params.spec, paging, config.page_size)?;
         let mut pt = PageTable::new(paging);
         for m in &layout.mappings {
@@ -69,9 +91,7 @@ impl ExactEngine {
         let truth = TruthRecorder::new(layout.heap, params.block_size, params.truth_threshold);
         Ok(ExactEngine {
             mmu,
-            pmu: None,
-            pmu_cores: vec![],
-            samples: vec![],
+            pmu: ExactPmu::default(),
             layout,
             streams,
             truth,
@@ -109,8 +129,8 @@ impl ExactEngine {
 
     /// Several threads (each on its own core) take turns of INTERLEAVE accesses; with a
     /// PMU, every qualifying access counts down its core's counter.
-    fn advance_threads(&mut self, target: u64, mut pmu: Option<&mut [Pmu]>) {
-        let (mmu, truth, samples) = (&mut self.mmu, &mut self.truth, &mut self.samples);
+    fn advance_threads(&mut self, target: u64, mut pmu: Option<&mut [Counter]>) {
+        let (mmu, truth, samples) = (&mut self.mmu, &mut self.truth, &mut self.pmu.samples);
         let rate = self.streams[0].rate();
         while self.streams[0].issued() < target {
             let step = (self.streams[0].issued() + INTERLEAVE).min(target);
@@ -144,15 +164,15 @@ impl ExactEngine {
         }
     }
 
-    /// With the PMU on, each core has its own counter (kept across calls in `self.pmu` for
-    /// core 0 and `pmu_cores` for the others).
-    fn advance_sampled(&mut self, target: u64, pmu: Pmu) {
-        let mut cores = std::mem::take(&mut self.pmu_cores);
+    /// With the PMU on, each core has its own counter (kept across calls in
+    /// `pmu.programmed` for core 0 and `pmu.cores` for the others).
+    fn advance_sampled(&mut self, target: u64, pmu: Counter) {
+        let mut cores = std::mem::take(&mut self.pmu.cores);
         cores.resize(self.streams.len(), pmu);
         cores[0] = pmu;
         self.advance_threads(target, Some(&mut cores));
-        self.pmu = Some(cores[0]);
-        self.pmu_cores = cores;
+        self.pmu.programmed = Some(cores[0]);
+        self.pmu.cores = cores;
     }
 
     /// Bytes of page-table state (for memory reports).
@@ -215,18 +235,8 @@ impl Machine for ExactEngine {
         }
     }
 
-    fn pmu_program(&mut self, event: PmuEvent, period: Option<u64>) -> bool {
-        self.pmu = period.map(|p| Pmu {
-            event,
-            period: p.max(1),
-            left: p.max(1),
-        });
-        self.pmu_cores.clear();
-        true
-    }
-
-    fn pmu_drain(&mut self, out: &mut Vec<PmuSample>) {
-        out.append(&mut self.samples);
+    fn pmu(&mut self) -> Option<&mut dyn Pmu> {
+        Some(&mut self.pmu)
     }
 
     fn cost(&self) -> &CostCounters {
@@ -244,7 +254,7 @@ impl Engine for ExactEngine {
             return;
         }
         let target = self.streams[0].count_at(t);
-        if let Some(pmu) = self.pmu {
+        if let Some(pmu) = self.pmu.programmed {
             self.advance_sampled(target, pmu);
         } else if self.streams.len() == 1 {
             self.advance_single(target);
@@ -274,7 +284,7 @@ impl Engine for ExactEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MachineConfig;
+    use crate::config::SimMachine;
     use tierscope_core::workload::parse_masim;
 
     fn engine(spec: &tierscope_core::workload::WorkloadSpec, threads: u32) -> ExactEngine {
@@ -286,7 +296,7 @@ mod tests {
             block_size: 2 << 20,
             truth_threshold: 1,
         };
-        ExactEngine::new(&MachineConfig::default(), &params).unwrap()
+        ExactEngine::new(&SimMachine::default(), &params).unwrap()
     }
 
     #[test]
@@ -294,16 +304,16 @@ mod tests {
         let spec = parse_masim("a, 64MiB\n\np\n1000\na, 1, 4096, 1, rw\n").unwrap();
         for threads in [1, 2] {
             let mut e = engine(&spec, threads);
-            assert!(e.pmu_program(PmuEvent::Stores, Some(100)));
+            e.pmu().unwrap().program(PmuEvent::Stores, Some(100));
             e.advance_to(100_000_000); // 100k accesses per thread, half of them stores
             let mut out = vec![];
-            e.pmu_drain(&mut out);
+            e.pmu().unwrap().drain(&mut out);
             assert_eq!(out.len() as u32, 500 * threads);
             assert!(out.iter().all(|s| s.store && e.heap().contains(s.va)));
             assert!(out.iter().all(|s| s.time < 100_000_000));
-            e.pmu_program(PmuEvent::Stores, None);
+            e.pmu().unwrap().program(PmuEvent::Stores, None);
             e.advance_to(200_000_000);
-            e.pmu_drain(&mut out);
+            e.pmu().unwrap().drain(&mut out);
             assert_eq!(out.len() as u32, 500 * threads, "no samples once stopped");
         }
     }

@@ -12,7 +12,7 @@ pub mod stat;
 pub mod stream;
 pub mod truth;
 
-use config::{EngineKind, MachineConfig};
+use config::SimMachine;
 use tierscope_core::workload::WorkloadSpec;
 use tierscope_core::Engine;
 
@@ -30,18 +30,23 @@ pub struct WorkloadParams<'a> {
     pub truth_threshold: u32,
 }
 
-/// Builds the simulated engine `config` asks for.
+/// The two simulated engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimEngine {
+    /// Every access through TLBs, paging-structure caches and the page walker.
+    Exact,
+    /// Bits drawn from the workload's access-rate density (docs/FIDELITY.md).
+    Stat,
+}
+
+/// Builds a simulated engine.
 pub fn build_engine(
-    config: &MachineConfig,
+    kind: SimEngine,
+    machine: &SimMachine,
     params: &WorkloadParams,
 ) -> Result<Box<dyn Engine>, String> {
-    match config.engine {
-        EngineKind::Exact => Ok(Box::new(exact::ExactEngine::new(config, params)?)),
-        EngineKind::Stat => Ok(Box::new(stat::StatEngine::new(config, params)?)),
-        EngineKind::Kvm => Err(
-            "the kvm engine is built by tierscope-experiment (tierscope_experiment::engine), \
-             not tierscope_sim::build_engine"
-                .into(),
-        ),
+    match kind {
+        SimEngine::Exact => Ok(Box::new(exact::ExactEngine::new(machine, params)?)),
+        SimEngine::Stat => Ok(Box::new(stat::StatEngine::new(machine, params)?)),
     }
 }

@@ -8,8 +8,8 @@
 use tierscope_core::rng::Rng;
 use tierscope_core::workload::{parse_masim, Density, RegionDensity, WorkloadSpec};
 use tierscope_core::{Flush, Level, PageSize};
-use tierscope_sim::config::{EngineKind, MachineConfig};
-use tierscope_sim::{build_engine, WorkloadParams};
+use tierscope_sim::config::SimMachine;
+use tierscope_sim::{build_engine, SimEngine, WorkloadParams};
 
 const MS: u64 = 1_000_000;
 
@@ -35,17 +35,16 @@ struct Outcome {
 /// Runs `rounds` rounds of every probe (each round: clear `per_round` entries of each
 /// probe, flush if asked, advance, read) after a warm-up, on one engine.
 fn run(
-    engine: EngineKind,
+    engine: SimEngine,
     spec: &WorkloadSpec,
     page: PageSize,
     probes: &[Probe],
     rounds: u32,
     per_round: u32,
 ) -> Outcome {
-    let cfg = MachineConfig {
-        engine,
+    let cfg = SimMachine {
         page_size: page,
-        ..MachineConfig::default()
+        ..SimMachine::default()
     };
     let params = WorkloadParams {
         spec,
@@ -55,7 +54,7 @@ fn run(
         block_size: 2 << 20,
         truth_threshold: 1,
     };
-    let mut e = build_engine(&cfg, &params).unwrap();
+    let mut e = build_engine(engine, &cfg, &params).unwrap();
     let regions: Vec<(u64, u64)> = {
         // Region i spans the mapping named heap:<name>.
         spec.regions
@@ -163,8 +162,8 @@ fn compare_spec(
     truth_tol: f64,
 ) {
     let per_round = 64;
-    let ex = run(EngineKind::Exact, spec, page, probes, rounds, per_round);
-    let st = run(EngineKind::Stat, spec, page, probes, rounds, per_round);
+    let ex = run(SimEngine::Exact, spec, page, probes, rounds, per_round);
+    let st = run(SimEngine::Stat, spec, page, probes, rounds, per_round);
     let mut bad = vec![];
     for (i, p) in probes.iter().enumerate() {
         let (a, va) = mean_var(&ex.set_fraction[i]);

@@ -11,14 +11,14 @@ use super::density::{Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore};
 use super::pmu::Pmu;
 use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
-use crate::config::MachineConfig;
+use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::WorkloadParams;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    Nanos, Paging, PmuEvent, PmuSample,
+    Nanos, Paging,
 };
 
 pub struct StatEngine {
@@ -39,7 +39,6 @@ pub struct StatEngine {
     block_shift: u32,
     truth_threshold: u32,
     pmu: Pmu,
-    samples: Vec<PmuSample>,
     stats: MachineStats,
     /// Accesses of each thread already folded into `stats`.
     stats_done: u64,
@@ -58,8 +57,8 @@ pub(super) fn unit(h: u64) -> f64 {
 }
 
 impl StatEngine {
-    pub fn new(config: &MachineConfig, params: &WorkloadParams) -> Result<Self, String> {
-        let paging = config.paging();
+    pub fn new(config: &SimMachine, params: &WorkloadParams) -> Result<Self, String> {
+        let paging = config.paging;
         let layout = lay_out(params.spec, paging, config.page_size)?;
         let workload = Workload::new(params.spec, &layout.region_starts, params.rate);
         let caches = workload
@@ -93,7 +92,6 @@ impl StatEngine {
             block_shift: params.block_size.trailing_zeros(),
             truth_threshold: params.truth_threshold,
             pmu: Pmu::new(params.threads as usize, params.seed),
-            samples: vec![],
             stats: MachineStats::default(),
             stats_done: 0,
         })
@@ -310,15 +308,8 @@ impl Machine for StatEngine {
         }
     }
 
-    fn pmu_program(&mut self, event: PmuEvent, period: Option<u64>) -> bool {
-        let start = self.workload.count_at(self.now);
-        self.pmu.program(event, period, start);
-        true
-    }
-
-    fn pmu_drain(&mut self, out: &mut Vec<PmuSample>) {
-        self.samples.sort_by_key(|s| s.time);
-        out.append(&mut self.samples);
+    fn pmu(&mut self) -> Option<&mut dyn tierscope_core::Pmu> {
+        Some(&mut self.pmu)
     }
 
     fn cost(&self) -> &CostCounters {
@@ -339,8 +330,7 @@ impl Engine for StatEngine {
         for s in &mut self.schedules {
             s.run(&self.workload, target);
         }
-        self.pmu
-            .run(&self.workload, &self.schedules, target, &mut self.samples);
+        self.pmu.run(&self.workload, &self.schedules, target);
         self.update_stats(target);
         self.now = t;
     }
@@ -376,6 +366,7 @@ impl Engine for StatEngine {
 mod tests {
     use super::*;
     use tierscope_core::workload::{parse_masim, WorkloadSpec};
+    use tierscope_core::PmuEvent;
 
     fn engine(spec: &WorkloadSpec, threads: u32) -> StatEngine {
         let params = WorkloadParams {
@@ -386,7 +377,7 @@ mod tests {
             block_size: 2 << 20,
             truth_threshold: 1,
         };
-        StatEngine::new(&MachineConfig::default(), &params).unwrap()
+        StatEngine::new(&SimMachine::default(), &params).unwrap()
     }
 
     #[test]
@@ -395,18 +386,18 @@ mod tests {
         let spec = parse_masim("a, 64MiB\n\np\n1000\na, 1, 4096, 1, rw\n").unwrap();
         for threads in [1, 2] {
             let mut e = engine(&spec, threads);
-            assert!(e.pmu_program(PmuEvent::Stores, Some(100)));
+            e.pmu().unwrap().program(PmuEvent::Stores, Some(100));
             e.advance_to(50_000_000);
             e.advance_to(100_000_000); // 100k accesses per thread, half of them stores
             let mut out = vec![];
-            e.pmu_drain(&mut out);
+            e.pmu().unwrap().drain(&mut out);
             assert_eq!(out.len() as u32, 500 * threads);
             assert!(out.iter().all(|s| s.store && e.heap().contains(s.va)));
             assert!(out.iter().all(|s| s.time < 100_000_000));
             assert!(out.windows(2).all(|w| w[0].time <= w[1].time));
-            e.pmu_program(PmuEvent::Stores, None);
+            e.pmu().unwrap().program(PmuEvent::Stores, None);
             e.advance_to(200_000_000);
-            e.pmu_drain(&mut out);
+            e.pmu().unwrap().drain(&mut out);
             assert_eq!(out.len() as u32, 500 * threads, "no samples once stopped");
         }
     }

@@ -9,6 +9,9 @@ use tierscope_core::rng::Rng;
 use tierscope_core::workload::{AccessMode, PatternKind};
 use tierscope_core::{PmuEvent, PmuSample};
 
+/// The capability the engine hands out.
+use tierscope_core::Pmu as PmuCapability;
+
 #[derive(Debug, Clone)]
 pub struct CorePmu {
     /// Qualifying accesses left until the next sample.
@@ -24,6 +27,10 @@ pub struct Pmu {
     /// `None` while stopped.
     period: Option<u64>,
     cores: Vec<CorePmu>,
+    /// Accesses per core run so far (where a new program starts counting).
+    position: u64,
+    /// Samples not yet drained, unsorted.
+    samples: Vec<PmuSample>,
 }
 
 /// Whether access `i` of segment `seg` is a store.
@@ -50,28 +57,15 @@ impl Pmu {
                     rng: Rng::for_stream(seed, &format!("stat/pmu/core{c}")),
                 })
                 .collect(),
+            position: 0,
+            samples: vec![],
         }
     }
 
-    /// (Re)programs every core's counter from access `start`, as the exact engine does:
-    /// the count restarts at the period.
-    pub fn program(&mut self, event: PmuEvent, period: Option<u64>, start: u64) {
-        self.event = event;
-        self.period = period.map(|p| p.max(1));
-        for c in &mut self.cores {
-            c.left = self.period.unwrap_or(1);
-            c.done = start;
-        }
-    }
-
-    /// Counts every core's accesses up to `until`, appending samples (unsorted).
-    pub fn run(
-        &mut self,
-        w: &Workload,
-        schedules: &[Schedule],
-        until: u64,
-        out: &mut Vec<PmuSample>,
-    ) {
+    /// Counts every core's accesses up to `until`, keeping the samples for a drain.
+    pub fn run(&mut self, w: &Workload, schedules: &[Schedule], until: u64) {
+        self.position = until;
+        let out = &mut self.samples;
         let event = self.event;
         let Some(period) = self.period else {
             return;
@@ -129,5 +123,23 @@ impl Pmu {
                 }
             }
         }
+    }
+}
+
+impl PmuCapability for Pmu {
+    /// (Re)programs every core's counter from the current access, as the exact engine
+    /// does: the count restarts at the period.
+    fn program(&mut self, event: PmuEvent, period: Option<u64>) {
+        self.event = event;
+        self.period = period.map(|p| p.max(1));
+        for c in &mut self.cores {
+            c.left = self.period.unwrap_or(1);
+            c.done = self.position;
+        }
+    }
+
+    fn drain(&mut self, out: &mut Vec<PmuSample>) {
+        self.samples.sort_by_key(|s| s.time);
+        out.append(&mut self.samples);
     }
 }

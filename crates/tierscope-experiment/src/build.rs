@@ -1,0 +1,90 @@
+//! The one place that turns an experiment into objects: the engine a monitor runs on
+//! (the simulated ones through [`tierscope_sim::build_engine`], the real one through
+//! [`tierscope_kvm`]) and the monitor (through the registry).
+
+use crate::config::{EngineKind, Experiment};
+use crate::run::RunError;
+use tierscope_core::rng::Rng;
+use tierscope_core::{Capabilities, Capability, Engine, Monitor};
+use tierscope_kvm::{KvmEngine, KvmError, KvmParams};
+use tierscope_monitors::Truth;
+use tierscope_sim::{SimEngine, WorkloadParams};
+
+/// Ok when the experiment's engine can run on this host, else why not (one line).
+pub fn check_available(exp: &Experiment) -> Result<(), RunError> {
+    if exp.machine.engine == EngineKind::Kvm {
+        tierscope_kvm::kvm_available().map_err(RunError::Unavailable)?;
+    }
+    Ok(())
+}
+
+/// None when the kvm engine can run on this host, else the one-line reason.
+pub fn kvm_unavailable() -> Option<String> {
+    tierscope_kvm::kvm_available().err()
+}
+
+fn kvm_error(e: KvmError) -> RunError {
+    match e {
+        KvmError::Unavailable(m) => RunError::Unavailable(m),
+        other => RunError::Engine(format!("kvm engine: {other}")),
+    }
+}
+
+/// The engine of `exp`, with the optional hardware `needs` switched on (a KVM dirty log
+/// slows the guest's writes, so it is only kept when a monitor uses it) and measuring
+/// `truth`.
+pub fn engine(
+    exp: &Experiment,
+    needs: Capabilities,
+    truth: Truth,
+) -> Result<Box<dyn Engine>, RunError> {
+    let sim = |kind| {
+        let params = WorkloadParams {
+            spec: &exp.workload.spec,
+            rate: exp.workload.rate,
+            threads: exp.workload.threads,
+            seed: exp.seed,
+            block_size: exp.block_size,
+            truth_threshold: exp.truth_threshold,
+        };
+        tierscope_sim::build_engine(kind, &exp.machine.sim(), &params).map_err(RunError::Engine)
+    };
+    match exp.machine.engine {
+        EngineKind::Exact => sim(SimEngine::Exact),
+        EngineKind::Stat => sim(SimEngine::Stat),
+        EngineKind::Kvm => {
+            let o = exp.machine.kvm_options();
+            let mut p = KvmParams::new(&exp.workload.spec);
+            p.rate = if o.paced {
+                exp.workload.rate as f64
+            } else {
+                0.0
+            };
+            p.threads = exp.workload.threads as usize;
+            p.seed = exp.seed;
+            p.block_size = exp.block_size;
+            p.truth_threshold = exp.truth_threshold;
+            p.page_size = exp.machine.page_size;
+            p.dirty_log = needs.contains(Capability::WriteLog);
+            p.track_written = truth == Truth::Written;
+            p.batch = o.batch;
+            p.prefault = o.prefault;
+            p.execute_flushes = o.execute_flushes;
+            Ok(Box::new(KvmEngine::new(&p).map_err(kvm_error)?))
+        }
+    }
+}
+
+/// An engine and the monitor that runs on it.
+pub type EngineAndMonitor = (Box<dyn Engine>, Box<dyn Monitor>);
+
+/// The engine and the monitor for the experiment's monitor `index`.
+pub fn monitor(exp: &Experiment, index: usize) -> Result<EngineAndMonitor, RunError> {
+    let entry = &exp.monitors[index];
+    let engine = engine(exp, entry.config.requires(), entry.config.truth())?;
+    let monitor = entry.config.build(
+        Rng::for_stream(exp.seed, &format!("monitor/{}", entry.name)),
+        &exp.cost,
+    );
+    Ok((engine, monitor))
+}

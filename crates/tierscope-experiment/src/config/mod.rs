@@ -1,0 +1,312 @@
+//! Experiment files (TOML, or JSON from the Python API and sweeps): parsing, preset
+//! expansion, validation. Every check names the field path; [`parse_experiment`] adds the
+//! file and the line from the parser's positions ([`source_map`]).
+//!
+//! The document is first read into a JSON value whatever its format, so that one code path
+//! ([`parse_document`]) validates files, dicts and the documents a sweep generates, and an
+//! [`Experiment`] turns back into a document that parses to itself
+//! ([`Experiment::to_document`]).
+
+pub mod machine;
+pub mod monitors;
+pub mod source_map;
+
+pub use machine::{EngineKind, MachineConfig};
+pub use monitors::MonitorEntry;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use source_map::SourceMap;
+use std::path::{Path, PathBuf};
+use tierscope_core::units::{Duration, Rate, Size, NS_PER_S};
+use tierscope_core::workload::{PhaseSpec, RegionSpec, WorkloadSpec};
+use tierscope_core::{CostModel, FieldError};
+
+/// An experiment that cannot be used: file, line where known, field, message.
+pub type ConfigError = FieldError;
+
+/// The `[workload]` table: a MASIM file or inline regions and phases, plus how fast the
+/// workload runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    masim: Option<PathBuf>,
+    regions: Option<Vec<RegionSpec>>,
+    phases: Option<Vec<PhaseSpec>>,
+    #[serde(default = "default_rate")]
+    rate: Rate,
+    #[serde(default = "default_threads")]
+    threads: u32,
+}
+
+fn default_rate() -> Rate {
+    Rate(10_000_000)
+}
+fn default_threads() -> u32 {
+    1
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_warmup() -> Duration {
+    Duration(NS_PER_S)
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_block() -> Size {
+    Size(2 << 20)
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: Option<String>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    duration: Option<Duration>,
+    #[serde(default = "default_warmup")]
+    warmup: Duration,
+    #[serde(default = "default_one")]
+    hot_threshold: u32,
+    #[serde(default = "default_one")]
+    truth_threshold: u32,
+    #[serde(default = "default_block")]
+    block_size: Size,
+    #[serde(default)]
+    machine: MachineConfig,
+    #[serde(default)]
+    cost: CostModel,
+    workload: WorkloadFile,
+    monitors: Vec<Map<String, Value>>,
+}
+
+/// The workload an experiment runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    pub spec: WorkloadSpec,
+    /// Accesses per simulated second, per thread.
+    pub rate: u64,
+    pub threads: u32,
+}
+
+/// A complete, validated experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub name: String,
+    pub seed: u64,
+    /// Simulated nanoseconds the run lasts.
+    pub duration_ns: u64,
+    /// Windows ending before this are excluded from the means.
+    pub warmup_ns: u64,
+    /// A region with `nr_accesses >= hot_threshold` is reported hot.
+    pub hot_threshold: u32,
+    /// A block with at least this many accesses in a window is truly hot.
+    pub truth_threshold: u32,
+    /// Granularity of precision and recall, bytes.
+    pub block_size: u64,
+    /// `paging_levels` resolved.
+    pub machine: MachineConfig,
+    pub cost: CostModel,
+    pub workload: Workload,
+    pub monitors: Vec<MonitorEntry>,
+}
+
+impl Experiment {
+    /// The experiment as a document in the file format, every default filled in and
+    /// presets expanded: it parses back to an equal experiment.
+    pub fn to_document(&self) -> Value {
+        let mut workload = serde_json::to_value(&self.workload.spec).expect("specs serialise");
+        workload["rate"] = Value::from(self.workload.rate);
+        workload["threads"] = Value::from(self.workload.threads);
+        serde_json::json!({
+            "name": self.name,
+            "seed": self.seed,
+            "duration": Duration(self.duration_ns),
+            "warmup": Duration(self.warmup_ns),
+            "hot_threshold": self.hot_threshold,
+            "truth_threshold": self.truth_threshold,
+            "block_size": Size(self.block_size),
+            "machine": self.machine,
+            "cost": self.cost,
+            "workload": workload,
+            "monitors": self.monitors.iter().map(MonitorEntry::to_table).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        self.to_document().to_string()
+    }
+}
+
+/// The input format of an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+/// Reads `text` into a document, with the map of where its fields are.
+pub fn read_document(
+    text: &str,
+    source: &str,
+    format: Format,
+) -> Result<(Value, SourceMap), ConfigError> {
+    let syntax = |line: Option<usize>, message: String| {
+        FieldError::new("", message).in_file(source).at_line(line)
+    };
+    match format {
+        Format::Toml => {
+            let doc: Value = toml::from_str(text).map_err(|e| {
+                let line = e
+                    .span()
+                    .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+                syntax(line, e.message().trim().replace('\n', " "))
+            })?;
+            Ok((doc, SourceMap::toml(text)))
+        }
+        Format::Json => {
+            let doc: Value = serde_json::from_str(text).map_err(|e| {
+                let line = (e.line() > 0).then_some(e.line());
+                syntax(line, e.to_string())
+            })?;
+            Ok((doc, SourceMap::json(text)))
+        }
+    }
+}
+
+/// Parses and validates an experiment. `source` names it in errors; relative paths in it
+/// (the MASIM file) are resolved against `base_dir`.
+pub fn parse_experiment(
+    text: &str,
+    source: &str,
+    base_dir: &Path,
+    format: Format,
+) -> Result<Experiment, ConfigError> {
+    let (doc, map) = read_document(text, source, format)?;
+    parse_document(doc, source, base_dir).map_err(|e| locate(e, source, &map))
+}
+
+/// Gives an error of `source` its file and line (errors that already name another file,
+/// a MASIM config, keep theirs).
+pub fn locate(e: FieldError, source: &str, map: &SourceMap) -> FieldError {
+    if e.file.is_some() {
+        return e;
+    }
+    let line = map.line(&e.field);
+    e.in_file(source).at_line(line)
+}
+
+/// Validates a document in the file format (as read from a file, a dict or a sweep).
+/// Errors name the field path; the file and line are the caller's to add ([`locate`]),
+/// except for errors inside a MASIM file, which carry that file and line. `source` names
+/// the experiment when the document has no `name`.
+pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Experiment, FieldError> {
+    let file: ExperimentFile = serde_path_to_error::deserialize(doc).map_err(FieldError::from)?;
+    let mut machine = file.machine;
+    if file.block_size.0 < 4096 || !file.block_size.0.is_power_of_two() {
+        return Err(FieldError::new(
+            "block_size",
+            format!(
+                "must be a power of two of at least 4KiB, got {} bytes",
+                file.block_size.0
+            ),
+        ));
+    }
+    for (field, v) in [
+        ("hot_threshold", file.hot_threshold),
+        ("truth_threshold", file.truth_threshold),
+    ] {
+        if v == 0 {
+            return Err(FieldError::new(field, "must be at least 1"));
+        }
+    }
+
+    let w = file.workload;
+    let spec = match (&w.masim, &w.regions, &w.phases) {
+        (Some(path), None, None) => {
+            let path = if path.is_absolute() {
+                path.clone()
+            } else {
+                base_dir.join(path)
+            };
+            WorkloadSpec::from_masim_file(&path)?
+        }
+        (None, Some(regions), Some(phases)) => WorkloadSpec {
+            regions: regions.clone(),
+            phases: phases.clone(),
+        },
+        _ => {
+            return Err(FieldError::new(
+                "workload",
+                "give either `masim = \"FILE\"` or both `regions` and `phases`",
+            ))
+        }
+    };
+    spec.validate()
+        .map_err(|e| FieldError::from(e).under("workload"))?;
+    machine
+        .engine
+        .check_workload(&spec)
+        .map_err(|e| e.under("workload"))?;
+    machine.resolve(&spec).map_err(|e| e.under("machine"))?;
+    if w.rate.0 == 0 {
+        return Err(FieldError::new("workload.rate", "must be positive"));
+    }
+    if w.threads == 0 || w.threads > 64 {
+        return Err(FieldError::new(
+            "workload.threads",
+            format!("expected 1 to 64, got {}", w.threads),
+        ));
+    }
+
+    if file.monitors.is_empty() {
+        return Err(FieldError::new(
+            "monitors",
+            "at least one monitor is needed",
+        ));
+    }
+    let mut entries: Vec<MonitorEntry> = vec![];
+    for (i, table) in file.monitors.iter().enumerate() {
+        let at = format!("monitors[{i}]");
+        let entry = monitors::expand(table).map_err(|e| e.under(&at))?;
+        monitors::check_engine(&entry.config, table, machine.engine).map_err(|e| e.under(&at))?;
+        if entries.iter().any(|m| m.name == entry.name) {
+            return Err(FieldError::new(
+                format!("{at}.name"),
+                format!("`{}` is used twice (names must be unique)", entry.name),
+            ));
+        }
+        entries.push(entry);
+    }
+
+    let duration_ns = file.duration.map(|d| d.0).unwrap_or(spec.phases_duration());
+    if duration_ns == 0 {
+        return Err(FieldError::new("duration", "must be positive"));
+    }
+    Ok(Experiment {
+        name: file.name.unwrap_or_else(|| {
+            Path::new(source)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "experiment".into())
+        }),
+        seed: file.seed,
+        duration_ns,
+        warmup_ns: file.warmup.0,
+        hot_threshold: file.hot_threshold,
+        truth_threshold: file.truth_threshold,
+        block_size: file.block_size.0,
+        machine,
+        cost: file.cost,
+        workload: Workload {
+            spec,
+            rate: w.rate.0,
+            threads: w.threads,
+        },
+        monitors: entries,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,369 @@
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+seed = 3
+duration = "2s"
+
+[workload]
+rate = "1M/s"
+regions = [{ name = "a", size = "64MiB" }]
+phases = [{ name = "p", duration = "1s", patterns = [{ region = "a", kind = "random", mode = "ro" }] }]
+
+[[monitors]]
+preset = "damon-mod"
+
+[[monitors]]
+preset = "telescope-flx"
+name = "flx"
+sample = "10ms"
+"#;
+
+fn parse(text: &str) -> Result<Experiment, ConfigError> {
+    parse_experiment(text, "exp.toml", Path::new("."), Format::Toml)
+}
+
+/// The TOML document as pretty JSON (one key per line).
+fn to_json_text(toml_text: &str) -> String {
+    let v: Value = toml::from_str(toml_text).unwrap();
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+/// The 1-based line of the only line of `text` containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "`{needle}` in\n{text}");
+    lines[0]
+}
+
+#[test]
+fn parses_and_expands_presets() {
+    let e = parse(GOOD).unwrap();
+    assert_eq!(e.duration_ns, 2 * NS_PER_S);
+    assert_eq!(e.workload.rate, 1_000_000);
+    assert_eq!(e.monitors[0].name, "damon-mod");
+    assert_eq!(e.monitors[1].name, "flx");
+    assert_eq!(e.machine.paging_levels, Some(4), "resolved");
+    match &e.monitors[1].config {
+        tierscope_monitors::MonitorConfig::Telescope(t) => {
+            assert_eq!(t.sample.0, 10_000_000);
+            assert_eq!(t.variant, tierscope_monitors::telescope::Variant::Flex);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn documents_round_trip() {
+    let e = parse(GOOD).unwrap();
+    let again = parse_document(e.to_document(), "other", Path::new(".")).unwrap();
+    assert_eq!(again, e);
+    // Every shipped experiment, whatever its engine and monitors.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut seen = 0;
+    for sub in ["", "paper", "baselines", "split-hint"] {
+        for f in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = f.unwrap().path();
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.display().to_string();
+            let e = parse_experiment(&text, &name, path.parent().unwrap(), Format::Toml)
+                .unwrap_or_else(|err| panic!("{err}"));
+            let json = e.to_json();
+            let back = parse_experiment(&json, &name, Path::new("."), Format::Json).unwrap();
+            assert_eq!(back, e, "{name}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 20, "{seen} experiments");
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    let bad = GOOD.replace("sample = \"10ms\"", "sampel = \"10ms\"");
+    let e = parse(&bad).unwrap_err();
+    assert_eq!(e.line, Some(line_of(&bad, "sampel")));
+    assert!(e.message.contains("sampel"), "{e}");
+    assert!(e.field.starts_with("monitors[1]"), "{e}");
+
+    let bad = GOOD.replace("seed = 3", "seed = \"three\"");
+    let e = parse(&bad).unwrap_err();
+    assert_eq!((e.line, e.field.as_str()), (Some(3), "seed"), "{e}");
+
+    let bad = GOOD.replace("region = \"a\"", "region = \"b\"");
+    let e = parse(&bad).unwrap_err();
+    assert!(e.message.contains("unknown region `b`"), "{e}");
+    assert_eq!(e.field, "workload.phases[0].patterns[0].region");
+    assert_eq!(e.line, Some(line_of(&bad, "phases")));
+
+    let bad = GOOD.replace("\"damon-mod\"", "\"damon-fast\"");
+    let e = parse(&bad).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("exp.toml:12: monitors[0].preset: unknown preset `damon-fast`"),
+        "{e}"
+    );
+
+    // A syntax error: the parser's own line.
+    let e = parse("seed = 1\nname = \n").unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+
+    // Range checks deep in a monitor name the monitor's field and its line.
+    let bad = GOOD.replace("sample = \"10ms\"", "sample = \"10ms\"\nmin_nr_regions = 2");
+    let e = parse(&bad).unwrap_err();
+    assert_eq!(e.field, "monitors[1].min_nr_regions");
+    assert_eq!(e.line, Some(line_of(&bad, "min_nr_regions")));
+}
+
+#[test]
+fn json_errors_have_lines_too() {
+    let text = to_json_text(GOOD).replace("\"10ms\"", "\"10 parsecs\"");
+    let e = parse_experiment(&text, "exp.json", Path::new("."), Format::Json).unwrap_err();
+    assert_eq!(e.field, "monitors[1].sample");
+    assert_eq!(e.line, Some(line_of(&text, "parsecs")), "{e}");
+}
+
+/// Every combination of engine and monitor or option the engine cannot run is rejected
+/// when parsed, naming the file, the line and the field, in TOML and in JSON alike.
+#[test]
+fn incompatible_combinations_are_rejected_with_file_line_and_field() {
+    const BASE: &str = r#"
+[machine]
+engine = "ENGINE"
+EXTRA_MACHINE
+
+[workload]
+regions = [{ name = "a", size = "SIZE" }]
+phases = [
+  { name = "p", duration = "1s", patterns = [
+    { region = "a", PATTERN },
+  ] },
+]
+
+[[monitors]]
+MONITOR
+"#;
+    struct Case {
+        engine: &'static str,
+        machine: &'static str,
+        size: &'static str,
+        pattern: &'static str,
+        monitor: &'static str,
+        /// The key (unique in the document) at fault, and the field path.
+        key: &'static str,
+        field: &'static str,
+        says: &'static str,
+    }
+    let uniform = "kind = \"random\"";
+    let cases = [
+        Case {
+            engine: "kvm",
+            machine: "",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "preset = \"pebs-mod\"",
+            key: "preset",
+            field: "monitors[0].preset",
+            says: "PMU",
+        },
+        Case {
+            engine: "kvm",
+            machine: "",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "type = \"pebs\"",
+            key: "\"pebs\"",
+            field: "monitors[0].type",
+            says: "engines with it: exact, stat",
+        },
+        Case {
+            engine: "exact",
+            machine: "",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "preset = \"pml\"",
+            key: "preset",
+            field: "monitors[0].preset",
+            says: "write log",
+        },
+        Case {
+            engine: "stat",
+            machine: "",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "type = \"pml\"",
+            key: "\"pml\"",
+            field: "monitors[0].type",
+            says: "engines with it: kvm",
+        },
+        Case {
+            engine: "exact",
+            machine: "kvm = { prefault = false }",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "preset = \"damon-mod\"",
+            key: "kvm",
+            field: "machine.kvm",
+            says: "only for engine = \"kvm\"",
+        },
+        Case {
+            engine: "kvm",
+            machine: "paging_levels = 5",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "preset = \"damon-mod\"",
+            key: "paging_levels",
+            field: "machine.paging_levels",
+            says: "4-level",
+        },
+        Case {
+            engine: "kvm",
+            machine: "",
+            size: "64MiB",
+            pattern: "kind = \"zipf\"",
+            monitor: "preset = \"damon-mod\"",
+            key: "zipf",
+            field: "workload.phases[0].patterns[0].kind",
+            says: "uniform",
+        },
+        Case {
+            engine: "stat",
+            machine: "paging_levels = 4",
+            size: "1PiB",
+            pattern: uniform,
+            monitor: "preset = \"telescope-bnd\"",
+            key: "paging_levels",
+            field: "machine.paging_levels",
+            says: "use 5",
+        },
+        Case {
+            engine: "exact",
+            machine: "kvm = { batch = 0 }",
+            size: "64MiB",
+            pattern: uniform,
+            monitor: "preset = \"damon-mod\"",
+            key: "kvm",
+            field: "machine.kvm",
+            says: "only for engine",
+        },
+    ];
+    for c in &cases {
+        let toml_text = BASE
+            .replace("ENGINE", c.engine)
+            .replace("EXTRA_MACHINE", c.machine)
+            .replace("SIZE", c.size)
+            .replace("PATTERN", c.pattern)
+            .replace("MONITOR", c.monitor);
+        let json_text = to_json_text(&toml_text);
+        for (text, file, format) in [
+            (&toml_text, "exp.toml", Format::Toml),
+            (&json_text, "exp.json", Format::Json),
+        ] {
+            let e = parse_experiment(text, file, Path::new("."), format)
+                .expect_err(&format!("{} / {}: accepted\n{text}", c.engine, c.field));
+            assert_eq!(e.file.as_deref(), Some(file));
+            assert_eq!(e.field, c.field, "{e}");
+            assert_eq!(e.line, Some(line_of(text, c.key)), "{e}\n{text}");
+            assert!(e.message.contains(c.says), "{e}");
+        }
+    }
+}
+
+#[test]
+fn paging_levels_are_picked_for_the_heap() {
+    let big = GOOD.replace("\"64MiB\"", "\"1PiB\"");
+    assert_eq!(parse(&big).unwrap().machine.paging_levels, Some(5));
+    let explicit = big.replace("[workload]", "[machine]\npaging_levels = 5\n\n[workload]");
+    assert_eq!(parse(&explicit).unwrap().machine.paging_levels, Some(5));
+    assert_eq!(parse(GOOD).unwrap().machine.paging_levels, Some(4));
+}
+
+#[test]
+fn masim_errors_point_into_the_masim_file() {
+    let dir = std::env::temp_dir().join(format!("tierscope-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("w.cfg"), "a, 4096\n\np\n10\na, 1, 4096, x\n").unwrap();
+    let text = "[workload]\nmasim = \"w.cfg\"\n[[monitors]]\npreset = \"damon-mod\"\n";
+    let e = parse_experiment(text, "exp.toml", &dir, Format::Toml).unwrap_err();
+    assert!(e.file.as_deref().unwrap().ends_with("w.cfg"), "{e}");
+    assert_eq!(e.line, Some(5));
+    assert_eq!(e.field, "probability", "{e}");
+}
+
+#[test]
+fn density_kinds_parse_and_errors_name_the_field() {
+    use tierscope_core::workload::{Density, PatternKind};
+    let with = |pattern: &str| {
+        GOOD.replace(
+            "{ region = \"a\", kind = \"random\", mode = \"ro\" }",
+            pattern,
+        )
+    };
+    let e = parse(&with(
+        "{ region = \"a\", kind = \"hotspot\", hot_fraction = 0.01 }",
+    ))
+    .unwrap();
+    let p = &e.workload.spec.phases[0].patterns[0];
+    assert_eq!(p.kind, PatternKind::Random);
+    assert_eq!(p.density, Density::Hotspot { hot_fraction: 0.01 });
+    let json = e.to_json();
+    assert!(
+        json.contains(r#""kind":"hotspot""#) && json.contains(r#""hot_fraction":0.01"#),
+        "{json}"
+    );
+    let e = parse(&with("{ region = \"a\", kind = \"uniform\" }")).unwrap();
+    assert_eq!(
+        e.workload.spec.phases[0].patterns[0].density,
+        Density::Uniform
+    );
+    let e = parse(&with(
+        "{ region = \"a\", kind = \"gaussian\", sigma = 0.05 }",
+    ))
+    .unwrap();
+    assert_eq!(
+        e.workload.spec.phases[0].patterns[0].density,
+        Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.05
+        }
+    );
+    let e = parse(&with("{ region = \"a\", kind = \"zipf\" }")).unwrap();
+    assert_eq!(
+        e.workload.spec.phases[0].patterns[0].density,
+        Density::Zipf { exponent: 1.0 }
+    );
+
+    // Structural errors come from deserialising, with the pattern's path and line.
+    let e = parse(&with("{ region = \"a\", kind = \"hotspot\" }")).unwrap_err();
+    assert_eq!(e.line, Some(9), "{e}");
+    assert_eq!(e.field, "workload.phases[0].patterns[0]", "{e}");
+    assert!(
+        e.message
+            .contains("hot_fraction: kind = \"hotspot\" needs it"),
+        "{e}"
+    );
+    let e = parse(&with("{ region = \"a\", kind = \"zipf\", sigma = 0.1 }")).unwrap_err();
+    assert!(
+        e.message
+            .contains("sigma: not a parameter of kind = \"zipf\""),
+        "{e}"
+    );
+    // Ranges from validation, with the pattern's path.
+    let e = parse(&with(
+        "{ region = \"a\", kind = \"hotspot\", hot_fraction = 1.5 }",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "exp.toml:9: workload.phases[0].patterns[0].hot_fraction: must be in (0, 1]"
+        ),
+        "{e}"
+    );
+}

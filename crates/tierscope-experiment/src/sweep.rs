@@ -1,0 +1,616 @@
+//! Sweeps as data: a base experiment, fixed overrides, axes of values at config paths and
+//! seeds, expanded into experiments with stable ids. Pure: no file is written and nothing
+//! runs; executors (the CLI's repro and validate, later a process pool) take the list.
+//!
+//! ```toml
+//! base = "experiments/default.toml"        # or an inline [base] table
+//! seeds = [1, 2, 3]                        # or { from = 1, to = 200 }
+//! keep_monitors = ["telescope-bnd"]        # optional: only these monitors of the base
+//! prune = false                            # drop what a run's engine cannot run
+//! [set]                                    # fixed overrides, path = value
+//! "workload.rate" = "5M/s"
+//! [[axes]]
+//! path = "monitors[telescope-bnd].sample"  # a list item by index or by name
+//! values = ["5ms", "10ms"]
+//! [[axes]]
+//! paths = ["machine.engine", "machine.page_size"]   # zipped: one value per path
+//! values = [["exact", "4KiB"], ["stat", "2MiB"]]
+//! ```
+//! Runs are the cartesian product of the axes (the first outermost), seeds innermost. A
+//! run's id is `name=value` per axis and `seed=N`, joined by `,` (`"run"` with neither):
+//! the same sweep always gives the same ids, whatever machine expands it.
+
+use crate::config::{self, monitors, EngineKind, Experiment, Format};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use tierscope_core::error::join_path;
+use tierscope_core::FieldError;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepFile {
+    base: Base,
+    #[serde(default)]
+    seeds: Option<Seeds>,
+    #[serde(default)]
+    keep_monitors: Option<Vec<String>>,
+    #[serde(default)]
+    prune: bool,
+    #[serde(default)]
+    set: Map<String, Value>,
+    #[serde(default)]
+    axes: Vec<AxisFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Base {
+    File(PathBuf),
+    Inline(Map<String, Value>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Seeds {
+    List(Vec<u64>),
+    Range { from: u64, to: u64 },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AxisFile {
+    /// How the axis is named in run ids and result columns (default: the last segment of
+    /// its path, or of each zipped path joined by `+`).
+    name: Option<String>,
+    path: Option<String>,
+    paths: Option<Vec<String>>,
+    values: Vec<Value>,
+}
+
+/// One run of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepRun {
+    /// Stable and unique within the sweep; safe as a directory name.
+    pub id: String,
+    /// The swept values, `(axis name, value)`, seed last when seeds are given.
+    pub params: Vec<(String, Value)>,
+    /// Monitors `prune` dropped from this run (the engine lacks their hardware).
+    pub dropped: Vec<String>,
+    pub experiment: Experiment,
+}
+
+/// Expands a sweep file. `source` names it in errors; a relative base path is resolved
+/// against `base_dir`.
+pub fn expand_sweep(
+    text: &str,
+    source: &str,
+    base_dir: &Path,
+    format: Format,
+) -> Result<Vec<SweepRun>, FieldError> {
+    let (doc, map) = config::read_document(text, source, format)?;
+    let at_sweep = |e: FieldError| config::locate(e, source, &map);
+    let sweep: SweepFile = serde_path_to_error::deserialize(doc)
+        .map_err(FieldError::from)
+        .map_err(at_sweep)?;
+    // The base document, and where its own errors point.
+    let (base, base_source, base_map, base_dir) = match &sweep.base {
+        Base::Inline(m) => (
+            Value::Object(m.clone()),
+            source.to_string(),
+            None,
+            base_dir.to_path_buf(),
+        ),
+        Base::File(p) => {
+            let path = if p.is_absolute() {
+                p.clone()
+            } else {
+                base_dir.join(p)
+            };
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                at_sweep(FieldError::new(
+                    "base",
+                    format!("cannot read `{name}`: {e}"),
+                ))
+            })?;
+            let fmt = if path.extension().is_some_and(|x| x == "json") {
+                Format::Json
+            } else {
+                Format::Toml
+            };
+            let (doc, m) = config::read_document(&text, &name, fmt)?;
+            let dir = path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| base_dir.to_path_buf());
+            (doc, name, Some(m), dir)
+        }
+    };
+    let axes = sweep
+        .axes
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Axis::new(a).map_err(|e| at_sweep(e.under(&format!("axes[{i}]")))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let seeds: Option<Vec<u64>> = match &sweep.seeds {
+        None => None,
+        Some(Seeds::List(v)) if v.is_empty() => {
+            return Err(at_sweep(FieldError::new("seeds", "the list is empty")))
+        }
+        Some(Seeds::List(v)) => Some(v.clone()),
+        Some(Seeds::Range { from, to }) if from > to => {
+            return Err(at_sweep(FieldError::new(
+                "seeds",
+                format!("from ({from}) is after to ({to})"),
+            )))
+        }
+        Some(Seeds::Range { from, to }) => Some((*from..=*to).collect()),
+    };
+
+    let mut runs: Vec<SweepRun> = vec![];
+    let combos: usize = axes.iter().map(|a| a.values.len()).product();
+    for combo in 0..combos {
+        // Mixed radix, the first axis outermost.
+        let mut rest = combo;
+        let mut picks = vec![0; axes.len()];
+        for (k, a) in axes.iter().enumerate().rev() {
+            picks[k] = rest % a.values.len();
+            rest /= a.values.len();
+        }
+        for seed in seeds
+            .clone()
+            .map_or(vec![None], |s| s.into_iter().map(Some).collect())
+        {
+            let mut doc = base.clone();
+            let mut origin: Vec<(String, String)> = vec![];
+            for (path, v) in &sweep.set {
+                let resolved = set_path(&mut doc, path, v.clone())
+                    .map_err(|m| at_sweep(FieldError::new(join_path("set", path), m)))?;
+                origin.push((resolved, join_path("set", path)));
+            }
+            let mut params = vec![];
+            for (k, a) in axes.iter().enumerate() {
+                let row = &a.values[picks[k]];
+                for (path, v) in a.paths.iter().zip(row) {
+                    let resolved = set_path(&mut doc, path, v.clone()).map_err(|m| {
+                        at_sweep(FieldError::new(
+                            format!("axes[{k}].values[{}]", picks[k]),
+                            m,
+                        ))
+                    })?;
+                    origin.push((resolved, format!("axes[{k}]")));
+                }
+                params.push((a.name.clone(), a.param(picks[k])));
+            }
+            if let Some(s) = seed {
+                doc["seed"] = Value::from(s);
+                params.push(("seed".into(), Value::from(s)));
+            }
+            if let Some(keep) = &sweep.keep_monitors {
+                keep_monitors(&mut doc, keep)
+                    .map_err(|m| at_sweep(FieldError::new("keep_monitors", m)))?;
+            }
+            let dropped = if sweep.prune { prune(&mut doc) } else { vec![] };
+            let id = run_id(&params);
+            let experiment = config::parse_document(doc, &base_source, &base_dir).map_err(|e| {
+                // An error in a field the sweep set points at the sweep; any other at the
+                // base file.
+                let set_by = origin
+                    .iter()
+                    .rev()
+                    .find(|(p, _)| e.field == *p || e.field.starts_with(&format!("{p}.")));
+                let e = FieldError {
+                    message: format!("run `{id}`: {}", e.message),
+                    ..e
+                };
+                match (set_by, &base_map) {
+                    (Some((_, at)), _) => {
+                        let line = map.line(at);
+                        FieldError { file: None, ..e }.in_file(source).at_line(line)
+                    }
+                    (None, Some(m)) => config::locate(e, &base_source, m),
+                    (None, None) => config::locate(e, source, &map),
+                }
+            })?;
+            if runs.iter().any(|r| r.id == id) {
+                return Err(at_sweep(FieldError::new(
+                    "axes",
+                    format!("two runs would have the id `{id}` (give the axes distinct values or names)"),
+                )));
+            }
+            runs.push(SweepRun {
+                id,
+                params,
+                dropped,
+                experiment,
+            });
+        }
+    }
+    Ok(runs)
+}
+
+/// An axis, checked: its paths and one row of values per step.
+struct Axis {
+    name: String,
+    paths: Vec<String>,
+    values: Vec<Vec<Value>>,
+}
+
+impl Axis {
+    fn new(a: &AxisFile) -> Result<Axis, FieldError> {
+        let paths = match (&a.path, &a.paths) {
+            (Some(p), None) => vec![p.clone()],
+            (None, Some(ps)) if !ps.is_empty() => ps.clone(),
+            _ => {
+                return Err(FieldError::new(
+                    "path",
+                    "give `path` (one config path) or `paths` (zipped, one value each)",
+                ))
+            }
+        };
+        if a.values.is_empty() {
+            return Err(FieldError::new("values", "the list is empty"));
+        }
+        let values = if paths.len() == 1 {
+            a.values.iter().map(|v| vec![v.clone()]).collect()
+        } else {
+            a.values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::Array(row) if row.len() == paths.len() => Ok(row.clone()),
+                    _ => Err(FieldError::new(
+                        format!("values[{i}]"),
+                        format!("expected a list of {} values, one per path", paths.len()),
+                    )),
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let last = |p: &str| {
+            p.rsplit(['.', '['])
+                .next()
+                .unwrap_or(p)
+                .trim_end_matches(']')
+                .to_string()
+        };
+        let name = a
+            .name
+            .clone()
+            .unwrap_or_else(|| paths.iter().map(|p| last(p)).collect::<Vec<_>>().join("+"));
+        Ok(Axis {
+            name,
+            paths,
+            values,
+        })
+    }
+
+    /// The value of step `i` as a parameter: the value, or the list of zipped values.
+    fn param(&self, i: usize) -> Value {
+        match self.values[i].as_slice() {
+            [v] => v.clone(),
+            row => Value::Array(row.to_vec()),
+        }
+    }
+}
+
+/// A value as it appears in an id: strings bare, the rest as compact JSON, zipped values
+/// joined by `+`; anything but letters, digits and `._-+` becomes `_`.
+fn id_value(v: &Value) -> String {
+    let raw = match v {
+        Value::String(s) => s.clone(),
+        Value::Array(row) => row.iter().map(id_value).collect::<Vec<_>>().join("+"),
+        other => other.to_string(),
+    };
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn run_id(params: &[(String, Value)]) -> String {
+    if params.is_empty() {
+        return "run".into();
+    }
+    params
+        .iter()
+        .map(|(k, v)| format!("{}={}", id_value(&Value::String(k.clone())), id_value(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// One step of a config path: a table key, or a list item by index or by name.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+    Named(&'a str),
+}
+
+fn steps(path: &str) -> Result<Vec<Step<'_>>, String> {
+    let mut out = vec![];
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if key.is_empty() && out.is_empty() {
+            return Err(format!("`{path}`: a path starts with a key"));
+        }
+        if !key.is_empty() {
+            out.push(Step::Key(key));
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let end = r
+                .find(']')
+                .ok_or_else(|| format!("`{path}`: `[` without `]`"))?;
+            let inner = &r[..end];
+            out.push(match inner.parse::<usize>() {
+                Ok(i) => Step::Index(i),
+                Err(_) if !inner.is_empty() => Step::Named(inner),
+                Err(_) => return Err(format!("`{path}`: empty `[]`")),
+            });
+            rest = &r[end + 1..];
+        }
+        if !rest.is_empty() {
+            return Err(format!("`{path}`: unexpected `{rest}`"));
+        }
+    }
+    Ok(out)
+}
+
+/// Sets `path` in `doc` to `value`, creating missing tables on the way. List items must
+/// exist; `[name]` picks the item whose `name` (or, without one, `preset`) is `name`.
+/// Returns the path with list items by index (as errors name fields).
+pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<String, String> {
+    let steps = steps(path)?;
+    let mut cur = doc;
+    let mut resolved = String::new();
+    for (k, step) in steps.iter().enumerate() {
+        let last = k + 1 == steps.len();
+        cur = match step {
+            Step::Key(key) => {
+                let Value::Object(m) = cur else {
+                    return Err(format!("`{path}`: `{key}` is not inside a table"));
+                };
+                resolved = join_path(&resolved, key);
+                if last {
+                    m.insert((*key).to_string(), value);
+                    return Ok(resolved);
+                }
+                m.entry(*key).or_insert_with(|| Value::Object(Map::new()))
+            }
+            Step::Index(i) => {
+                let Value::Array(items) = cur else {
+                    return Err(format!("`{path}`: [{i}] is not inside a list"));
+                };
+                let n = items.len();
+                resolved = format!("{resolved}[{i}]");
+                items
+                    .get_mut(*i)
+                    .ok_or_else(|| format!("`{path}`: item [{i}] of a list of {n}"))?
+            }
+            Step::Named(name) => {
+                let Value::Array(items) = cur else {
+                    return Err(format!("`{path}`: [{name}] is not inside a list"));
+                };
+                let i = items
+                    .iter()
+                    .position(|item| item_name(item) == Some(name))
+                    .ok_or_else(|| format!("`{path}`: no item named `{name}`"))?;
+                resolved = format!("{resolved}[{i}]");
+                &mut items[i]
+            }
+        };
+        if last {
+            *cur = value;
+            return Ok(resolved);
+        }
+    }
+    Ok(resolved)
+}
+
+/// The name a monitor table goes by: `name`, else `preset`, else `type`.
+fn item_name(item: &Value) -> Option<&str> {
+    ["name", "preset", "type"]
+        .iter()
+        .find_map(|k| item.get(*k).and_then(Value::as_str))
+}
+
+fn keep_monitors(doc: &mut Value, keep: &[String]) -> Result<(), String> {
+    let Some(Value::Array(items)) = doc.get_mut("monitors") else {
+        return Err("the base experiment has no monitors".into());
+    };
+    if let Some(missing) = keep
+        .iter()
+        .find(|k| !items.iter().any(|i| item_name(i) == Some(k.as_str())))
+    {
+        return Err(format!("the base experiment has no monitor `{missing}`"));
+    }
+    items.retain(|i| item_name(i).is_some_and(|n| keep.iter().any(|k| k == n)));
+    Ok(())
+}
+
+/// Drops what the document's engine cannot run: `[machine.kvm]` off the kvm engine, and
+/// the monitors needing hardware the engine lacks. Returns the dropped monitors' names.
+fn prune(doc: &mut Value) -> Vec<String> {
+    let engine: EngineKind = doc
+        .get("machine")
+        .and_then(|m| m.get("engine"))
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .unwrap_or_default();
+    if engine != EngineKind::Kvm {
+        if let Some(Value::Object(m)) = doc.get_mut("machine") {
+            m.remove("kvm");
+        }
+    }
+    let mut dropped = vec![];
+    if let Some(Value::Array(items)) = doc.get_mut("monitors") {
+        items.retain(|item| {
+            let Value::Object(table) = item else {
+                return true;
+            };
+            // Tables that do not parse are kept, for the parser to report.
+            let Ok(entry) = monitors::expand(table) else {
+                return true;
+            };
+            let ok = entry
+                .config
+                .requires()
+                .missing_from(engine.capabilities())
+                .is_empty();
+            if !ok {
+                dropped.push(entry.name);
+            }
+            ok
+        });
+    }
+    dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "b"
+[workload]
+rate = "1M/s"
+regions = [{ name = "a", size = "64MiB" }]
+phases = [{ name = "p", duration = "1s", patterns = [{ region = "a", kind = "random" }] }]
+[[monitors]]
+preset = "damon-mod"
+[[monitors]]
+preset = "telescope-bnd"
+name = "bnd"
+"#;
+
+    fn expand(sweep: &str) -> Result<Vec<SweepRun>, FieldError> {
+        let text = format!(
+            "{sweep}\n[base]\n{}",
+            BASE.replace("[workload]", "[base.workload]")
+                .replace("[[monitors]]", "[[base.monitors]]")
+        );
+        expand_sweep(&text, "sweep.toml", Path::new("."), Format::Toml)
+    }
+
+    #[test]
+    fn axes_multiply_seeds_innermost_with_stable_ids() {
+        let runs = expand(
+            r#"
+seeds = { from = 1, to = 2 }
+[[axes]]
+path = "monitors[bnd].sample"
+values = ["5ms", "10ms"]
+[[axes]]
+paths = ["workload.rate", "machine.page_size"]
+name = "shape"
+values = [["1M/s", "4KiB"], ["2M/s", "2MiB"]]
+"#,
+        )
+        .unwrap();
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "sample=5ms,shape=1M_s+4KiB,seed=1",
+                "sample=5ms,shape=1M_s+4KiB,seed=2",
+                "sample=5ms,shape=2M_s+2MiB,seed=1",
+                "sample=5ms,shape=2M_s+2MiB,seed=2",
+                "sample=10ms,shape=1M_s+4KiB,seed=1",
+                "sample=10ms,shape=1M_s+4KiB,seed=2",
+                "sample=10ms,shape=2M_s+2MiB,seed=1",
+                "sample=10ms,shape=2M_s+2MiB,seed=2",
+            ]
+        );
+        let r = &runs[7];
+        assert_eq!(r.experiment.seed, 2);
+        assert_eq!(r.experiment.workload.rate, 2_000_000);
+        assert_eq!(
+            r.experiment.machine.page_size,
+            tierscope_core::PageSize::Huge2M
+        );
+        match &r.experiment.monitors[1].config {
+            tierscope_monitors::MonitorConfig::Telescope(t) => assert_eq!(t.sample.0, 10_000_000),
+            other => panic!("{other:?}"),
+        }
+        // Pure: the same sweep, the same runs.
+        assert_eq!(
+            runs,
+            expand(
+                r#"
+seeds = { from = 1, to = 2 }
+[[axes]]
+path = "monitors[bnd].sample"
+values = ["5ms", "10ms"]
+[[axes]]
+paths = ["workload.rate", "machine.page_size"]
+name = "shape"
+values = [["1M/s", "4KiB"], ["2M/s", "2MiB"]]
+"#
+            )
+            .unwrap()
+        );
+    }
+
+    #[test]
+    fn engine_axis_prunes_what_the_engine_cannot_run() {
+        let sweep = r#"
+prune = true
+keep_monitors = ["bnd", "pebs-mod"]
+[[axes]]
+path = "machine.engine"
+values = ["stat", "kvm"]
+"#;
+        let text = BASE.replace(
+            "name = \"bnd\"",
+            "name = \"bnd\"\n[[monitors]]\npreset = \"pebs-mod\"\n[[monitors]]\npreset = \"pml\"",
+        );
+        let runs = expand_sweep(
+            &format!(
+                "{sweep}\n[base]\n{}",
+                text.replace("[workload]", "[base.workload]")
+                    .replace("[[monitors]]", "[[base.monitors]]")
+            ),
+            "s.toml",
+            Path::new("."),
+            Format::Toml,
+        )
+        .unwrap();
+        let names = |r: &SweepRun| {
+            r.experiment
+                .monitors
+                .iter()
+                .map(|m| m.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&runs[0]), ["bnd", "pebs-mod"]);
+        assert!(runs[0].dropped.is_empty());
+        assert_eq!(names(&runs[1]), ["bnd"]);
+        assert_eq!(runs[1].dropped, ["pebs-mod"]);
+        assert_eq!(runs[1].id, "engine=kvm");
+    }
+
+    #[test]
+    fn errors_point_at_the_axis_or_the_base() {
+        let e = expand("[[axes]]\npath = \"monitors[bnd].sample\"\nvalues = [\"5 parsecs\"]\n")
+            .unwrap_err();
+        assert_eq!(e.file.as_deref(), Some("sweep.toml"));
+        assert_eq!(e.line, Some(1), "{e}");
+        assert!(e.message.starts_with("run `sample=5_parsecs`"), "{e}");
+        let e = expand("[[axes]]\npath = \"monitors[nope].sample\"\nvalues = [1]\n").unwrap_err();
+        assert!(e.message.contains("no item named `nope`"), "{e}");
+        let e = expand("seeds = []\n").unwrap_err();
+        assert_eq!(e.field, "seeds");
+        let e = expand("[[axes]]\npath = \"seed\"\nvalues = [1, 1]\n").unwrap_err();
+        assert!(
+            e.message.contains("two runs would have the id `seed=1`"),
+            "{e}"
+        );
+        assert_eq!(expand("").unwrap()[0].id, "run");
+    }
+}

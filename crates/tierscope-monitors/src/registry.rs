@@ -1,0 +1,246 @@
+//! The one registry of monitors. Each technique lives in its own file with its config,
+//! which implements [`Technique`]; the `registry!` list below names every technique once
+//! (its enum arm and `type` tag), and everything else (config parsing, presets, what a
+//! monitor requires of the machine, whether it flushes, building it) is derived from that.
+//!
+//! Adding a monitor: write `src/foo.rs` (config struct + `impl Technique` + the monitor),
+//! add `pub mod foo;` to lib.rs and one line `Foo(foo::FooConfig) = "foo",` below.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tierscope_core::rng::Rng;
+use tierscope_core::{Capabilities, CostModel, FieldError, Monitor};
+
+/// What an engine's ground truth measures for a monitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truth {
+    /// Blocks accessed at least the truth threshold in a window (every telemetry of
+    /// accesses).
+    Accessed,
+    /// Blocks with at least one 4 KiB page written in a window (write logging: a write
+    /// log cannot see reads, so it is scored on what it can see).
+    Written,
+}
+
+/// What building a monitor may use besides its config.
+pub struct BuildContext<'a> {
+    /// The monitor's own random stream.
+    pub rng: Rng,
+    /// The experiment's cost model (a linear scan's batches take the time it charges).
+    pub cost: &'a CostModel,
+}
+
+/// A named configuration of a technique.
+pub struct Preset<C> {
+    pub name: &'static str,
+    /// One line for `--help` and docs.
+    pub help: &'static str,
+    pub config: C,
+}
+
+/// What every technique's config provides to the registry.
+pub trait Technique: Sized {
+    /// Its named configurations, in the order `--help` lists them.
+    fn presets() -> Vec<Preset<Self>> {
+        vec![]
+    }
+
+    /// Optional hardware the monitor needs (experiments on engines without it are
+    /// rejected when they are parsed).
+    fn requires(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    /// Whether it can flush translations (then the runner also runs the workload
+    /// unmonitored, to count the walks the flushes add).
+    fn flushes(&self) -> bool;
+
+    /// What its ground truth is.
+    fn truth(&self) -> Truth {
+        Truth::Accessed
+    }
+
+    /// Range checks; field paths relative to the monitor's table.
+    fn validate(&self) -> Result<(), FieldError>;
+
+    fn build(&self, ctx: BuildContext) -> Box<dyn Monitor>;
+}
+
+/// A preset of any technique.
+pub struct AnyPreset {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub config: MonitorConfig,
+}
+
+macro_rules! registry {
+    ($($(#[$doc:meta])* $variant:ident($config:ty) = $tag:literal,)*) => {
+        /// Every monitor tierscope has, by its `type` tag.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type")]
+        pub enum MonitorConfig {
+            $($(#[$doc])* #[serde(rename = $tag)] $variant($config),)*
+        }
+
+        impl MonitorConfig {
+            /// Every `type` tag, in registry order.
+            pub const KINDS: &'static [&'static str] = &[$($tag),*];
+
+            /// The `type` tag.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(MonitorConfig::$variant(_) => $tag,)*
+                }
+            }
+
+            fn technique(&self) -> &dyn TechniqueDyn {
+                match self {
+                    $(MonitorConfig::$variant(c) => c,)*
+                }
+            }
+
+            /// Reads a monitor table: its `type` tag picks the technique, whose config is
+            /// read from the other keys (errors name the field, unknown keys included).
+            pub fn from_table(mut table: Map<String, Value>) -> Result<MonitorConfig, FieldError> {
+                let kind = match table.remove("type") {
+                    Some(Value::String(s)) => s,
+                    Some(other) => {
+                        return Err(FieldError::new("type", format!("expected a string, got {other}")))
+                    }
+                    None => return Err(FieldError::new("type", "missing")),
+                };
+                match kind.as_str() {
+                    $($tag => serde_path_to_error::deserialize::<_, $config>(Value::Object(table))
+                        .map(MonitorConfig::$variant)
+                        .map_err(FieldError::from),)*
+                    other => Err(FieldError::new(
+                        "type",
+                        format!(
+                            "unknown monitor type `{other}` (expected one of {})",
+                            Self::KINDS.join(", ")
+                        ),
+                    )),
+                }
+            }
+
+            /// Every preset, technique by technique in registry order.
+            pub fn presets() -> Vec<AnyPreset> {
+                let mut out = vec![];
+                $(
+                    out.extend(<$config as Technique>::presets().into_iter().map(|p| AnyPreset {
+                        name: p.name,
+                        help: p.help,
+                        config: MonitorConfig::$variant(p.config),
+                    }));
+                )*
+                out
+            }
+        }
+    };
+}
+
+registry! {
+    Damon(crate::damon::DamonConfig) = "damon",
+    Telescope(crate::telescope::TelescopeConfig) = "telescope",
+    /// Telescope-BND with page-level checks of sparse regions and adaptive intervals
+    /// (beyond the paper: docs/SPLIT_HINT.md).
+    SplitHint(crate::split_hint::SplitHintConfig) = "split_hint",
+    Scan(crate::scan::ScanConfig) = "scan",
+    Pebs(crate::pebs::PebsConfig) = "pebs",
+    Pml(crate::pml::PmlConfig) = "pml",
+}
+
+/// [`Technique`] without its `Sized` constructors, so the enum can hand out one object.
+trait TechniqueDyn {
+    fn requires(&self) -> Capabilities;
+    fn flushes(&self) -> bool;
+    fn truth(&self) -> Truth;
+    fn validate(&self) -> Result<(), FieldError>;
+    fn build(&self, ctx: BuildContext) -> Box<dyn Monitor>;
+}
+
+impl<T: Technique> TechniqueDyn for T {
+    fn requires(&self) -> Capabilities {
+        Technique::requires(self)
+    }
+    fn flushes(&self) -> bool {
+        Technique::flushes(self)
+    }
+    fn truth(&self) -> Truth {
+        Technique::truth(self)
+    }
+    fn validate(&self) -> Result<(), FieldError> {
+        Technique::validate(self)
+    }
+    fn build(&self, ctx: BuildContext) -> Box<dyn Monitor> {
+        Technique::build(self, ctx)
+    }
+}
+
+/// The presets the quick form runs when no `--monitor` is given.
+pub const DEFAULT_PRESETS: [&str; 4] = ["damon-mod", "damon-agg", "telescope-bnd", "telescope-flx"];
+
+impl MonitorConfig {
+    /// The configuration a preset name stands for.
+    pub fn preset(name: &str) -> Option<MonitorConfig> {
+        Self::presets()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.config)
+    }
+
+    /// Every preset name, in registry order.
+    pub fn preset_names() -> Vec<&'static str> {
+        Self::presets().iter().map(|p| p.name).collect()
+    }
+
+    pub fn requires(&self) -> Capabilities {
+        self.technique().requires()
+    }
+
+    pub fn flushes(&self) -> bool {
+        self.technique().flushes()
+    }
+
+    pub fn truth(&self) -> Truth {
+        self.technique().truth()
+    }
+
+    pub fn validate(&self) -> Result<(), FieldError> {
+        self.technique().validate()
+    }
+
+    /// The monitor, drawing its random numbers from `rng`.
+    pub fn build(&self, rng: Rng, cost: &CostModel) -> Box<dyn Monitor> {
+        self.technique().build(BuildContext { rng, cost })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_unique_valid_and_round_trip() {
+        let presets = MonitorConfig::presets();
+        let names = MonitorConfig::preset_names();
+        for (i, p) in presets.iter().enumerate() {
+            assert!(!names[..i].contains(&p.name), "{} twice", p.name);
+            assert!(!p.help.is_empty(), "{} has no help", p.name);
+            p.config
+                .validate()
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            let json = serde_json::to_value(&p.config).unwrap();
+            assert_eq!(json["type"], p.config.kind());
+            let back: MonitorConfig = serde_json::from_value(json).unwrap();
+            assert_eq!(back, p.config, "{}", p.name);
+        }
+        for d in DEFAULT_PRESETS {
+            assert!(names.contains(&d), "{d}");
+        }
+        // Every technique has at least one preset.
+        for kind in MonitorConfig::KINDS {
+            assert!(presets.iter().any(|p| p.config.kind() == *kind), "{kind}");
+        }
+    }
+}
