@@ -76,8 +76,12 @@ def test_load_experiment_normalizes(cfg_dir: Path) -> None:
     exp = tierscope.load_experiment(tiny(cfg_dir))
     assert exp.monitor_names == ["damon-agg", "flx"]
     d = exp.to_dict()
-    assert d["duration_ns"] == 2_000_000_000
+    assert d["duration"] == "2s"
     assert d["workload"]["rate"] == 1_000_000
+    assert d["machine"]["paging_levels"] == 4  # resolved for the heap
+    assert d["monitors"][1] | {"name": "flx", "type": "telescope"} == d["monitors"][1]
+    # The normalized form is an experiment in the file format: it loads back to itself.
+    assert tierscope.load_experiment(d).to_dict() == d
     # Without a duration, one pass over the phases (2000 ms in TINY_MASIM).
     exp = tierscope.load_experiment({k: v for k, v in tiny(cfg_dir).items() if k != "duration"})
     assert exp.duration_ns == 2_000_000_000
@@ -150,3 +154,21 @@ def test_rasterize_matches_naive(w: list, lo: int, span: int, rows: int) -> None
     values = np.array([r[2] for r in flat])
     got = rasterize(offsets, starts, ends, values, lo, lo + span, rows)
     np.testing.assert_array_equal(got, naive_raster(w, lo, lo + span, rows))
+
+
+def test_load_reopens_a_run_directory(cfg_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = tierscope.run(tiny(cfg_dir), out=out, progress=False)
+    again = tierscope.load(out)
+    assert again.metrics == result.metrics
+    assert list(again.monitors) == list(result.monitors)
+    for name, m in result.monitors.items():
+        a = again.monitors[name]
+        for k, v in m.windows.items():
+            assert np.array_equal(a.windows[k], v, equal_nan=True), k
+            assert a.windows[k].dtype == v.dtype
+        assert len(a.snapshots) == len(m.snapshots)
+        assert np.array_equal(a.snapshots.regions(2)["start"], m.snapshots.regions(2)["start"])
+        assert np.array_equal(a.truth.intervals(2)[1], m.truth.intervals(2)[1])
+    with pytest.raises(tierscope.ConfigError, match="not a tierscope run directory"):
+        tierscope.load(tmp_path / "nothing")

@@ -67,8 +67,8 @@ def test_unknown_preset_in_file_names_the_line(workdir: Path) -> None:
     text = (workdir / "tiny.toml").read_text().replace('"telescope-bnd"', '"telescope-xyz"')
     (workdir / "bad.toml").write_text(text)
     proc = run_cli("run", "bad.toml", "--out", "out", cwd=workdir)
-    line = text.splitlines().index("[[monitors]]", 10) + 1
-    assert_bad_input(proc, f"bad.toml:{line}:", "monitors[1]", "preset")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "telescope-xyz" in t)
+    assert_bad_input(proc, f"bad.toml:{line}:", "monitors[1].preset")
     assert_nothing_written(workdir)
 
 
@@ -138,9 +138,30 @@ def test_help(workdir: Path, argv: list[str]) -> None:
             "--seed",
             "--out",
             "--threads",
-            "telescope-flx",
+            "--paging-levels",
         ):
             assert option in proc.stdout
+        # Every preset and engine of the registry, with its help line.
+        from tierscope import _core
+
+        for p in _core.monitor_presets():
+            assert f"{p['name']} " in proc.stdout and p["help"][:30] in proc.stdout, p
+        for e in _core.engines():
+            assert e["help"] in proc.stdout, e
+
+
+def test_bad_paging_levels_names_the_option(workdir: Path) -> None:
+    proc = run_cli(
+        "run", "--masim", "tiny.cfg", "--paging-levels", "3", "--out", "out", cwd=workdir
+    )
+    assert_bad_input(proc, "command line: --paging-levels: machine.paging_levels:", "4 or 5")
+    assert_nothing_written(workdir)
+
+
+def test_monitor_the_engine_cannot_run_names_the_option(workdir: Path) -> None:
+    proc = run_cli("run", "--masim", "tiny.cfg", "--monitor", "pml", "--out", "out", cwd=workdir)
+    assert_bad_input(proc, "command line: --monitor: monitors[0].preset:", "write log")
+    assert_nothing_written(workdir)
 
 
 def test_ctrl_c_cancels_and_leaves_nothing(workdir: Path) -> None:

@@ -196,3 +196,41 @@ def test_another_seed_changes_the_snapshots(run_dir: tuple[Path, str], tmp_path:
     a = (d / "out" / "damon-mod.damon").read_bytes()
     b = (tmp_path / "other" / "damon-mod.damon").read_bytes()
     assert a != b
+
+
+def test_quick_form_picks_five_level_paging_for_a_petabyte(workdir: Path) -> None:
+    (workdir / "huge.cfg").write_text("heap, 1PiB\n\np\n2000\nheap, 1, 4096, 1, ro\n")
+    proc = run_cli(
+        "run",
+        "--masim",
+        "huge.cfg",
+        "--engine",
+        "stat",
+        "--monitor",
+        "telescope-bnd",
+        "--duration",
+        "1s",
+        "--out",
+        "out",
+        "--quiet",
+        cwd=workdir,
+    )
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((workdir / "out" / "metrics.json").read_text())
+    assert m["experiment"]["machine"]["paging_levels"] == 5
+    assert m["monitors"]["telescope-bnd"]["windows_evaluated"] >= 0
+    # Asking for 4 levels is refused with the option named.
+    proc = run_cli(
+        "run",
+        "--masim",
+        "huge.cfg",
+        "--engine",
+        "stat",
+        "--paging-levels",
+        "4",
+        "--out",
+        "out2",
+        cwd=workdir,
+    )
+    assert proc.returncode == 2
+    assert "--paging-levels: machine.paging_levels:" in proc.stderr, proc.stderr

@@ -6,14 +6,18 @@ The public API, which the `tierscope` CLI uses itself:
     result = tierscope.run(exp, out="runs/default")
     result.metrics["monitors"]["telescope-bnd"]["precision"]
     result.monitors["telescope-bnd"].windows["recall"]            # numpy array
+    again = tierscope.load("runs/default")                         # the same result
+    runs = tierscope.expand_sweep("sweep.toml")                    # experiments with ids
 """
 
 from tierscope._core import Cancelled, ConfigError, RunError, Unavailable
 from tierscope._core import __version__ as __version__
 from tierscope.experiment import Experiment, load_experiment
+from tierscope.load import load
 from tierscope.output import OutputError
 from tierscope.results import MonitorResult, RunResult, Snapshots, Truth
 from tierscope.runner import run
+from tierscope.sweep import SweepRun, expand_sweep
 
 __all__ = [
     "Cancelled",
@@ -24,8 +28,11 @@ __all__ = [
     "RunError",
     "RunResult",
     "Snapshots",
+    "SweepRun",
     "Truth",
     "Unavailable",
+    "expand_sweep",
+    "load",
     "load_experiment",
     "run",
 ]

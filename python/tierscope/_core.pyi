@@ -1,12 +1,15 @@
-# Type stubs of the Rust extension module (crates/tierscope-py).
+# Type stubs of the Rust extension module (crates/tierscope-py). tests/test_stubs.py
+# checks that every name here exists in the module and every public name of the module
+# is here.
 from pathlib import Path
 from typing import Any
 
 __version__: str
 
 class ConfigError(ValueError):
-    file: str
+    file: str | None
     line: int | None
+    field: str
     message: str
 
 class RunError(RuntimeError): ...
@@ -19,8 +22,15 @@ class Experiment:
     duration_ns: int
     hot_threshold: int
     block_size: int
+    engine: str
     monitor_names: list[str]
     def to_json(self) -> str: ...
+
+class SweepRun:
+    id: str
+    params: list[tuple[str, str]]
+    dropped: list[str]
+    experiment: Experiment
 
 class RunHandle:
     def progress(self) -> tuple[int, int]: ...
@@ -29,5 +39,8 @@ class RunHandle:
     def result(self) -> dict[str, Any]: ...
 
 def parse_experiment(text: str, source: str, base_dir: str | Path, format: str) -> Experiment: ...
+def expand_sweep(text: str, source: str, base_dir: str | Path, format: str) -> list[SweepRun]: ...
+def monitor_presets() -> list[dict[str, Any]]: ...
+def engines() -> list[dict[str, Any]]: ...
 def start_run(experiment: Experiment, max_threads: int = 0) -> RunHandle: ...
 def kvm_unavailable() -> str | None: ...

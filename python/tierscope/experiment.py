@@ -64,11 +64,15 @@ def dict_to_json(source: Mapping[str, Any]) -> str:
     return json.dumps(source, indent=1)
 
 
-def config_error(file: str, message: str, line: int | None = None) -> ConfigError:
-    """A `ConfigError` raised from Python, shaped like those raised by Rust."""
+def config_error(
+    file: str, message: str, *, field: str = "", line: int | None = None
+) -> ConfigError:
+    """A `ConfigError` raised from Python, shaped like those raised by Rust:
+    `file[:line]: [field: ]message`."""
     where = f"{file}:{line}" if line is not None else file
-    err = ConfigError(f"{where}: {message}")
-    err.file, err.line, err.message = file, line, message
+    text = f"{where}: {field}: {message}" if field else f"{where}: {message}"
+    err = ConfigError(text)
+    err.file, err.line, err.field, err.message = file, line, field, message
     return err
 
 

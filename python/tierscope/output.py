@@ -18,7 +18,7 @@ from pathlib import Path
 from tierscope.export import csv as csv_export
 from tierscope.export import damo
 from tierscope.plot import heatmap
-from tierscope.results import RunResult
+from tierscope.results import RunResult, save_arrays
 
 
 class OutputError(Exception):
@@ -45,8 +45,8 @@ def check_target(out: Path) -> None:
 
 
 def write_files(result: RunResult, directory: Path) -> None:
-    """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png and
-    <m>.damon into `directory`."""
+    """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png,
+    <m>.damon and arrays-<m>.npz (what `tierscope.load` reads back) into `directory`."""
     text = json.dumps(result.metrics, indent=2, allow_nan=False)
     (directory / "metrics.json").write_text(text + "\n", encoding="utf-8")
     hot_threshold = result.experiment.hot_threshold
@@ -55,6 +55,7 @@ def write_files(result: RunResult, directory: Path) -> None:
         csv_export.write_windows(monitor, directory / f"windows-{file}.csv")
         heatmap(monitor, result.heap, hot_threshold, directory / f"heatmap-{file}.png")
         damo.write(monitor, directory / f"{file}.damon")
+        save_arrays(monitor, directory / f"arrays-{file}.npz")
 
 
 def _umask() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -144,22 +145,38 @@ class MonitorResult:
         return out
 
 
-class RunResult:
-    """The outcome of `tierscope.run`: `.metrics` (the metrics.json document) and
-    `.monitors[name]` (a `MonitorResult` with numpy arrays)."""
+#: The columns of `MonitorResult.metrics()` that are not summary fields.
+_NOT_SUMMARY = ("kind", "intervals", "cost", "machine", "impact", "monitor_cpu_ns", "windows")
 
-    def __init__(self, experiment: Experiment, raw: dict[str, Any]) -> None:
+
+class RunResult:
+    """The outcome of `tierscope.run` (or `tierscope.load`): `.metrics` (the metrics.json
+    document) and `.monitors[name]` (a `MonitorResult` with numpy arrays)."""
+
+    def __init__(
+        self,
+        experiment: Experiment,
+        duration_ns: int,
+        block_size: int,
+        heap: dict[str, int],
+        mappings: list[dict[str, Any]],
+        monitors: dict[str, MonitorResult],
+    ) -> None:
         self.experiment = experiment
-        self.duration_ns: int = raw["duration_ns"]
-        self.block_size: int = raw["block_size"]
+        self.duration_ns = duration_ns
+        self.block_size = block_size
         #: The workload's memory: {"start", "end"} addresses.
-        self.heap: dict[str, int] = raw["heap"]
-        self.mappings: list[dict[str, Any]] = raw["mappings"]
-        self.monitors: dict[str, MonitorResult] = {}
+        self.heap = heap
+        self.mappings = mappings
+        self.monitors = monitors
+        self._metrics: dict[str, Any] | None = None
+
+    @classmethod
+    def from_raw(cls, experiment: Experiment, raw: dict[str, Any]) -> RunResult:
+        """From the dict the Rust run returns (crates/tierscope-py/src/convert.rs)."""
+        monitors = {}
         for m in raw["monitors"]:
-            snapshots = _arrays(m["snapshots"], SNAPSHOT_DTYPES)
-            truth = _arrays(m["truth"], TRUTH_DTYPES)
-            self.monitors[m["name"]] = MonitorResult(
+            monitors[m["name"]] = MonitorResult(
                 name=m["name"],
                 kind=m["kind"],
                 intervals=m["intervals"],
@@ -169,10 +186,53 @@ class RunResult:
                 impact=m.get("impact", {}),
                 monitor_cpu_ns=m.get("monitor_cpu_ns", 0),
                 windows=_arrays(m["windows"], WINDOW_DTYPES),
-                snapshots=Snapshots(**snapshots),
-                truth=Truth(**truth, block_size=self.block_size),
+                snapshots=Snapshots(**_arrays(m["snapshots"], SNAPSHOT_DTYPES)),
+                truth=Truth(**_arrays(m["truth"], TRUTH_DTYPES), block_size=raw["block_size"]),
             )
-        self._metrics: dict[str, Any] | None = None
+        return cls(
+            experiment,
+            raw["duration_ns"],
+            raw["block_size"],
+            raw["heap"],
+            raw["mappings"],
+            monitors,
+        )
+
+    @classmethod
+    def from_saved(
+        cls, experiment: Experiment, metrics: dict[str, Any], arrays: dict[str, dict[str, Array]]
+    ) -> RunResult:
+        """From a run directory's metrics.json and each monitor's saved arrays
+        (`save_arrays`)."""
+        block_size = metrics["block_size"]
+        monitors = {}
+        for name, m in metrics["monitors"].items():
+            saved = arrays[name]
+
+            def pick(prefix: str, dtypes: dict[str, str], a: dict[str, Array] = saved) -> dict:
+                return {k: a[f"{prefix}.{k}"].astype(dt) for k, dt in dtypes.items()}
+
+            monitors[name] = MonitorResult(
+                name=name,
+                kind=m["kind"],
+                intervals=m["intervals"],
+                summary={k: v for k, v in m.items() if k not in _NOT_SUMMARY},
+                cost=m["cost"],
+                machine=m["machine"],
+                impact=m["impact"],
+                monitor_cpu_ns=m["monitor_cpu_ns"],
+                windows=pick("windows", WINDOW_DTYPES),
+                snapshots=Snapshots(**pick("snapshots", SNAPSHOT_DTYPES)),
+                truth=Truth(**pick("truth", TRUTH_DTYPES), block_size=block_size),
+            )
+        return cls(
+            experiment,
+            metrics["duration_ns"],
+            block_size,
+            metrics["heap"],
+            metrics["mappings"],
+            monitors,
+        )
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -190,3 +250,19 @@ class RunResult:
 
     def __repr__(self) -> str:
         return f"RunResult(experiment={self.experiment.name!r}, monitors={list(self.monitors)})"
+
+
+def save_arrays(m: MonitorResult, path: Path) -> None:
+    """Writes the monitor's windows, snapshots and truth arrays as one .npz file (keys
+    `windows.<column>`, `snapshots.<column>`, `truth.<column>`)."""
+    snap = m.snapshots
+    columns: dict[str, Array] = {f"windows.{k}": v for k, v in m.windows.items()}
+    columns |= {f"snapshots.{k}": getattr(snap, k) for k in SNAPSHOT_DTYPES}
+    columns |= {f"truth.{k}": getattr(m.truth, k) for k in TRUTH_DTYPES}
+    with path.open("wb") as f:
+        np.savez_compressed(f, **columns)  # type: ignore[arg-type]
+
+
+def load_arrays(path: Path) -> dict[str, Array]:
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}

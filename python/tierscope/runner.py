@@ -64,7 +64,7 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    result = RunResult(exp, handle.result())
+    result = RunResult.from_raw(exp, handle.result())
     if out is not None:
         write_output(result, Path(out))
     return result

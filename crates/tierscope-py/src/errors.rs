@@ -7,8 +7,9 @@ pyo3::create_exception!(
     tierscope,
     ConfigError,
     PyValueError,
-    "An experiment, workload or option that cannot be used. `str(e)` is one line naming \
-     the file, the line where known, and the field; `file`, `line` and `message` hold the parts."
+    "An experiment, workload, sweep or option that cannot be used. `str(e)` is one line \
+     naming the file, the line where known, and the field; `file`, `line`, `field` and \
+     `message` hold the parts."
 );
 pyo3::create_exception!(
     tierscope,
@@ -31,13 +32,14 @@ pyo3::create_exception!(
 );
 
 /// `ConfigError` with its parts as attributes, so callers need not parse the message.
-pub fn config_error(py: Python<'_>, e: &tierscope_experiment::ConfigError) -> PyErr {
+pub fn config_error(py: Python<'_>, e: &tierscope_core::FieldError) -> PyErr {
     let err = ConfigError::new_err(e.to_string());
     let value = err.value(py);
     // Setting attributes on a fresh exception instance cannot fail in practice; if it
     // did, the message alone still says everything, so the error is not replaced.
     let _ = value.setattr("file", &e.file);
     let _ = value.setattr("line", e.line);
+    let _ = value.setattr("field", &e.field);
     let _ = value.setattr("message", &e.message);
     err
 }

@@ -45,6 +45,11 @@ impl PyExperiment {
     }
 
     #[getter]
+    fn engine(&self) -> &'static str {
+        self.inner.machine.engine.name()
+    }
+
+    #[getter]
     fn monitor_names(&self) -> Vec<String> {
         self.inner.monitors.iter().map(|m| m.name.clone()).collect()
     }
@@ -59,6 +64,16 @@ impl PyExperiment {
     }
 }
 
+fn format_of(format: &str) -> PyResult<Format> {
+    match format {
+        "toml" => Ok(Format::Toml),
+        "json" => Ok(Format::Json),
+        other => Err(PyValueError::new_err(format!(
+            "format: expected \"toml\" or \"json\", got {other:?}"
+        ))),
+    }
+}
+
 /// Parses and validates an experiment given as TOML or JSON text. `source` names it in
 /// errors; relative paths inside it are resolved against `base_dir`.
 #[pyfunction]
@@ -69,16 +84,54 @@ pub fn parse_experiment(
     base_dir: PathBuf,
     format: &str,
 ) -> PyResult<PyExperiment> {
-    let format = match format {
-        "toml" => Format::Toml,
-        "json" => Format::Json,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "format: expected \"toml\" or \"json\", got {other:?}"
-            )))
-        }
-    };
-    tierscope_experiment::parse_experiment(text, source, &base_dir, format)
+    tierscope_experiment::parse_experiment(text, source, &base_dir, format_of(format)?)
         .map(|inner| PyExperiment { inner })
         .map_err(|e| errors::config_error(py, &e))
+}
+
+/// One run of an expanded sweep.
+#[pyclass(frozen, module = "tierscope._core", name = "SweepRun")]
+pub struct PySweepRun {
+    #[pyo3(get)]
+    id: String,
+    /// `[(axis name, value as JSON text)]`, seed last.
+    #[pyo3(get)]
+    params: Vec<(String, String)>,
+    #[pyo3(get)]
+    dropped: Vec<String>,
+    #[pyo3(get)]
+    experiment: Py<PyExperiment>,
+}
+
+/// Expands a sweep (TOML or JSON text) into its runs, in order. Pure: nothing runs.
+#[pyfunction]
+pub fn expand_sweep(
+    py: Python<'_>,
+    text: &str,
+    source: &str,
+    base_dir: PathBuf,
+    format: &str,
+) -> PyResult<Vec<PySweepRun>> {
+    let runs =
+        tierscope_experiment::sweep::expand_sweep(text, source, &base_dir, format_of(format)?)
+            .map_err(|e| errors::config_error(py, &e))?;
+    runs.into_iter()
+        .map(|r| {
+            Ok(PySweepRun {
+                id: r.id,
+                params: r
+                    .params
+                    .into_iter()
+                    .map(|(k, v)| (k, v.to_string()))
+                    .collect(),
+                dropped: r.dropped,
+                experiment: Py::new(
+                    py,
+                    PyExperiment {
+                        inner: r.experiment,
+                    },
+                )?,
+            })
+        })
+        .collect()
 }

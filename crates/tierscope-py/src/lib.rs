@@ -9,6 +9,7 @@
 mod convert;
 mod errors;
 mod experiment;
+mod registry;
 mod run;
 
 use pyo3::prelude::*;
@@ -17,7 +18,7 @@ use pyo3::prelude::*;
 /// a missing capability).
 #[pyfunction]
 fn kvm_unavailable() -> Option<String> {
-    tierscope_experiment::engine::kvm_unavailable()
+    tierscope_experiment::build::kvm_unavailable()
 }
 
 #[pymodule]
@@ -28,7 +29,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Cancelled", py.get_type::<errors::Cancelled>())?;
     m.add("Unavailable", py.get_type::<errors::Unavailable>())?;
     m.add_class::<experiment::PyExperiment>()?;
+    m.add_class::<experiment::PySweepRun>()?;
     m.add_class::<run::RunHandle>()?;
+    m.add_function(wrap_pyfunction!(experiment::expand_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::monitor_presets, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::engines, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_unavailable, m)?)?;

@@ -19,7 +19,6 @@ import argparse
 import json
 import statistics
 import time
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,21 +101,22 @@ def rows_for(
     return quality, cost
 
 
+def seed_sweep(path: Path, seeds: Sequence[int], monitors: Sequence[str]) -> dict[str, Any]:
+    """The sweep of the experiment file at `path` over `seeds`, with only `monitors`."""
+    return {"base": str(path.resolve()), "seeds": list(seeds), "keep_monitors": list(monitors)}
+
+
 def seed_runs(
     path: Path, seeds: Sequence[int], monitors: Sequence[str], threads: int = 0
 ) -> dict[str, list[dict[str, Any]]]:
     """Runs the experiment file at `path` once per seed with only `monitors` (no outputs
     written); per monitor, each run's seed (as the run recorded it), precision and recall."""
-    exp = tomllib.loads(path.read_text(encoding="utf-8"))
-    exp["monitors"] = [m for m in exp["monitors"] if m.get("name", m.get("preset")) in monitors]
-    workload = exp.get("workload", {})
-    if "masim" in workload:  # a dict's relative paths are taken from the current directory
-        workload["masim"] = str(path.parent / workload["masim"])
-    from tierscope import run
+    from tierscope import expand_sweep, run
 
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
-    for seed in seeds:
-        metrics = run({**exp, "seed": seed}, progress=False, threads=threads).metrics
+    sweep = seed_sweep(path, seeds, monitors)
+    for r in expand_sweep(sweep, source_name=f"{path} (seeds)"):
+        metrics = run(r.experiment, progress=False, threads=threads).metrics
         for m in monitors:
             mm = metrics["monitors"][m]
             per_seed[m].append(

@@ -3,22 +3,43 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from tierscope import _core
 from tierscope._core import ConfigError
-from tierscope.experiment import config_error, dict_to_json
+from tierscope.experiment import config_error
 from tierscope.results import RunResult
 from tierscope.texttable import align
 
-PRESETS = ("damon-mod", "damon-agg", "telescope-bnd", "telescope-flx")
-#: Every preset --monitor accepts (the default set is PRESETS; pml needs --engine kvm).
-ALL_PRESETS = (*PRESETS, "scan-agg", "scan-mod", "scan-cons", "pebs-mod", "pebs-agg", "pml")
 QUICK_SOURCE = "command line"
 
-EPILOG = """\
+
+def default_presets() -> list[str]:
+    """The presets the quick form runs without --monitor (from the registry)."""
+    return [p["name"] for p in _core.monitor_presets() if p["default"]]
+
+
+def presets_help() -> str:
+    """Every preset with its line of help and what it needs, from the registry."""
+    engines = _core.engines()
+    lines = []
+    for p in _core.monitor_presets():
+        needs = ""
+        if p["requires"]:
+            able = [e["name"] for e in engines if set(p["requires"]) <= set(e["capabilities"])]
+            needs = f" [engines: {', '.join(able)}]"
+        mark = " (default)" if p["default"] else ""
+        lines.append(f"  {p['name']:<14} {p['help']}{needs}{mark}")
+    return "\n".join(lines)
+
+
+def engines_help() -> str:
+    return "\n".join(f"  {e['name']:<6} {e['help']}" for e in _core.engines())
+
+
+EPILOG_HEAD = """\
 examples:
   tierscope run experiments/default.toml --out runs/default
   tierscope run --masim workload.cfg --monitor damon-mod --monitor telescope-bnd \\
@@ -30,6 +51,13 @@ An existing DIR is replaced only if it holds an earlier tierscope output.
 """
 
 
+def epilog() -> str:
+    return (
+        f"{EPILOG_HEAD}\nmonitor presets (--monitor):\n{presets_help()}\n\n"
+        f"engines (--engine):\n{engines_help()}\n"
+    )
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
@@ -39,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "access stream. Give an experiment file (TOML, or JSON if it ends in .json),\n"
             "or use the quick form with --masim."
         ),
-        epilog=EPILOG,
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -62,8 +90,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--monitor",
         action="append",
         metavar="PRESET",
-        help=f"a monitor preset, repeatable: {', '.join(ALL_PRESETS)} "
-        f"(default: {', '.join(PRESETS)}; pml only with --engine kvm)",
+        help="a monitor preset, repeatable (listed below; default: "
+        f"{', '.join(default_presets())})",
     )
     q.add_argument("--rate", help="accesses per simulated second (default 10M/s)")
     q.add_argument(
@@ -78,8 +106,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     q.add_argument(
         "--engine",
-        help="machine: exact (default), stat (statistical), or kvm (the workload in a real "
-        "KVM micro-VM, in real time; docs/KVM.md)",
+        help="machine: exact (default), stat or kvm (listed below; docs/KVM.md)",
+    )
+    q.add_argument(
+        "--paging-levels",
+        type=int,
+        metavar="N",
+        help="4 or 5 (default: the fewest levels whose address space holds the workload)",
     )
     q.add_argument("--seed", type=int, help="random seed (default 1)")
     q.add_argument("--name", help="experiment name (default: the MASIM file's name)")
@@ -93,6 +126,7 @@ QUICK_DEFAULTS: dict[str, Any] = {
     "duration": None,
     "page_size": "4KiB",
     "engine": "exact",
+    "paging_levels": None,
     "seed": 1,
     "name": None,
 }
@@ -104,46 +138,52 @@ def quick_experiment(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, key) is None:
             setattr(args, key, default)
     masim = Path(args.masim)
+    machine: dict[str, Any] = {"engine": args.engine, "page_size": args.page_size}
+    if args.paging_levels is not None:
+        machine["paging_levels"] = args.paging_levels
     exp: dict[str, Any] = {
         "name": args.name or masim.stem,
         "seed": args.seed,
-        "machine": {"engine": args.engine, "page_size": args.page_size},
+        "machine": machine,
         "workload": {"masim": str(masim.absolute()), "rate": args.rate},
-        "monitors": [{"preset": p} for p in (args.monitor or PRESETS)],
+        "monitors": [{"preset": p} for p in (args.monitor or default_presets())],
     }
     if args.duration is not None:
         exp["duration"] = args.duration
     return exp
 
 
-#: Experiment keys the quick form sets, by the option that sets them.
-OPTION_OF_KEY = {
+#: The option of the quick form that sets each field path of the experiment.
+OPTION_OF_FIELD = {
     "name": "--name",
     "seed": "--seed",
     "duration": "--duration",
-    "engine": "--engine",
-    "page_size": "--page-size",
-    "masim": "--masim",
-    "rate": "--rate",
+    "machine.engine": "--engine",
+    "machine.page_size": "--page-size",
+    "machine.paging_levels": "--paging-levels",
+    "workload.masim": "--masim",
+    "workload.rate": "--rate",
+    "monitors": "--monitor",
 }
 
 
-def quick_error(exp: dict[str, Any], e: ConfigError) -> ConfigError:
-    """Rephrases an error about the quick form's generated JSON in terms of the option
-    at fault. The JSON holds one value per line, so the error's line usually names the
-    key; when it points at a closing brace instead, the option whose value the message
-    quotes is the one."""
-    if e.file != QUICK_SOURCE or e.line is None:
+def option_of(field: str) -> str | None:
+    """The option that set `field` or the table holding it (`monitors[2].preset` ->
+    --monitor)."""
+    for path, option in OPTION_OF_FIELD.items():
+        if field == path or field.startswith((f"{path}.", f"{path}[")):
+            return option
+    return None
+
+
+def quick_error(e: ConfigError) -> ConfigError:
+    """An error about the quick form's experiment, in terms of the option at fault (by
+    the error's field path). Errors in other files (the MASIM config) stay as they are."""
+    if e.file != QUICK_SOURCE:
         return e
-    message = re.sub(r" at line \d+ column \d+$", "", e.message)
-    lines = dict_to_json(exp).splitlines()
-    match = re.match(r'\s*"(\w+)":', lines[e.line - 1]) if e.line <= len(lines) else None
-    option = OPTION_OF_KEY.get(match.group(1)) if match else None
-    if option is None:
-        values = {**exp, **exp["machine"], **exp["workload"]}
-        quoted = [o for k, o in OPTION_OF_KEY.items() if f"`{values.get(k)}`" in message]
-        option = quoted[0] if len(quoted) == 1 else None
-    return config_error(QUICK_SOURCE, f"{option}: {message}" if option else message)
+    option = option_of(e.field)
+    where = f"{QUICK_SOURCE}: {option}" if option else QUICK_SOURCE
+    return config_error(where, e.message, field=e.field)
 
 
 def format_table(result: RunResult) -> str:
@@ -191,7 +231,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             exp = load_experiment(source, source_name=QUICK_SOURCE)
         except ConfigError as e:
-            raise quick_error(source, e) from None
+            raise quick_error(e) from None
     else:
         exp = load_experiment(source)
     result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads)

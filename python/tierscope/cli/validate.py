@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from tierscope.experiment import config_error
 from tierscope.output import OutputError
 from tierscope.results import RunResult, _finite_or_none
 from tierscope.texttable import align
@@ -21,8 +19,9 @@ example:
 
 outputs in DIR: validate.json (the table's numbers), and the full outputs of both runs
 in DIR/kvm and DIR/exact (metrics.json, windows CSVs, heatmaps, damo records).
-The experiment's own `engine` is ignored; its [machine.kvm] table applies to the kvm
-run only, and monitors only kvm has (pml) are left out of the exact run.
+The experiment's own `engine` is ignored: it is a sweep over engine = kvm, exact, which
+drops [machine.kvm] and the monitors needing hardware the engine lacks (pml off kvm)
+from each run.
 """
 
 ENGINES = ("kvm", "exact")
@@ -58,36 +57,6 @@ def check_dir(out: Path) -> None:
         f"{out}: exists and does not look like a tierscope validate output (no "
         "validate.json); refusing to replace it, choose another --out"
     )
-
-
-def read_file(path: Path) -> dict[str, Any]:
-    """The experiment file as a dict, its MASIM path made absolute."""
-    text = path.read_text(encoding="utf-8")
-    data: dict[str, Any] = (
-        json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    )
-    workload = data.get("workload", {})
-    masim = workload.get("masim")
-    if isinstance(masim, str) and not Path(masim).is_absolute():
-        workload["masim"] = str((path.resolve().parent / masim).resolve())
-    return data
-
-
-def kvm_only(monitor: dict[str, Any]) -> bool:
-    """Whether a [[monitors]] table needs the kvm engine (the pml monitor)."""
-    return "pml" in (monitor.get("type"), monitor.get("preset"))
-
-
-def variant(data: dict[str, Any], engine: str) -> dict[str, Any]:
-    """The experiment for one engine: `engine` set, [machine.kvm] and kvm-only monitors
-    dropped for the simulator."""
-    exp = json.loads(json.dumps(data))
-    machine = exp.setdefault("machine", {})
-    machine["engine"] = engine
-    if engine != "kvm":
-        machine.pop("kvm", None)
-        exp["monitors"] = [m for m in exp.get("monitors", []) if not kvm_only(m)]
-    return exp
 
 
 def row(result: RunResult, name: str) -> dict[str, Any] | None:
@@ -158,8 +127,17 @@ def format_table(rows: dict[str, dict[str, dict[str, Any] | None]]) -> str:
     return align(lines)
 
 
+def engine_sweep(path: Path) -> dict[str, Any]:
+    """The sweep behind validate: the experiment on each engine, pruned to what it can run."""
+    return {
+        "base": str(path.resolve()),
+        "prune": True,
+        "axes": [{"path": "machine.engine", "values": list(ENGINES)}],
+    }
+
+
 def main(args: argparse.Namespace) -> int:
-    from tierscope import Unavailable, _core, load_experiment, run
+    from tierscope import Unavailable, _core, expand_sweep, load_experiment, run
 
     path = Path(args.experiment)
     out = Path(args.out)
@@ -169,15 +147,14 @@ def main(args: argparse.Namespace) -> int:
     if reason is not None:
         raise Unavailable(f"the kvm engine cannot run here: {reason}")
     check_dir(out)
-    try:
-        data = read_file(path)
-    except (OSError, ValueError) as e:
-        raise config_error(str(path), f"cannot read the experiment file: {e}") from None
     results: dict[str, RunResult] = {}
-    for engine in ENGINES:
-        exp = load_experiment(variant(data, engine), source_name=f"{path} (engine {engine})")
+    for r in expand_sweep(engine_sweep(path), source_name=f"{path} (validate)"):
+        engine = r.params["engine"]
         results[engine] = run(
-            exp, out=out / engine, progress=not args.quiet, threads=1 if engine == "kvm" else 0
+            r.experiment,
+            out=out / engine,
+            progress=not args.quiet,
+            threads=1 if engine == "kvm" else 0,
         )
     names = list(results["kvm"].monitors)
     rows = {n: {e: row(results[e], n) for e in ENGINES} for n in names}
