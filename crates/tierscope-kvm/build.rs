@@ -1,5 +1,7 @@
 //! Builds the freestanding guest (guest/guest.c) with the system gcc into a flat binary
-//! that src/guest.rs embeds with `include_bytes!`.
+//! that src/guest.rs embeds with `include_bytes!`, and sets `cfg(kvm_host)` when
+//! /dev/kvm can be opened here, so that tests needing KVM are reported as ignored (not
+//! passed) where it is missing.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -12,6 +14,15 @@ fn run(cmd: &mut Command) {
 }
 
 fn main() {
+    println!("cargo::rustc-check-cfg=cfg(kvm_host)");
+    println!("cargo:rerun-if-changed=/dev/kvm");
+    let kvm = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm");
+    if kvm.is_ok() {
+        println!("cargo:rustc-cfg=kvm_host");
+    }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let guest = PathBuf::from("guest");
     for f in ["guest.c", "abi.h", "guest.ld"] {

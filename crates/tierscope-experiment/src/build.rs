@@ -66,7 +66,7 @@ pub fn engine(
             p.truth_threshold = exp.truth_threshold;
             p.page_size = exp.machine.page_size;
             p.dirty_log = needs.contains(Capability::WriteLog);
-            p.track_written = truth == Truth::Written;
+            p.written_truth = truth == Truth::Written;
             p.batch = o.batch;
             p.prefault = o.prefault;
             p.execute_flushes = o.execute_flushes;

@@ -3,14 +3,18 @@
 //! and DIRTY bits, and KVM's dirty log records real guest writes. See docs/KVM.md.
 
 pub mod abi;
+mod boot;
+mod ctrl;
+mod dirty_log;
 mod engine;
 mod mem;
 pub mod options;
-pub mod pml;
+mod pacer;
 mod stats;
 mod vm;
 
-pub use engine::{DirtyLog, GuestCounters, KvmEngine, KvmParams};
+pub use dirty_log::DirtyLog;
+pub use engine::{pages_to_blocks, GuestCounters, KvmEngine, KvmParams};
 pub use options::KvmOptions;
 pub use vm::Layout;
 
