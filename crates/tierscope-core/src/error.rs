@@ -85,17 +85,6 @@ impl<E: fmt::Display> From<serde_path_to_error::Error<E>> for FieldError {
     }
 }
 
-impl From<crate::workload::SpecError> for FieldError {
-    fn from(e: crate::workload::SpecError) -> Self {
-        FieldError {
-            file: e.file,
-            line: e.line,
-            field: e.field,
-            message: e.message,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

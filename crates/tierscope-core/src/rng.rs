@@ -7,12 +7,21 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
+/// SplitMix64's increment (the golden ratio), also a good odd multiplier for hashing.
+pub const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64's finaliser: a fixed bijective hash of 64-bit values. The one mixer of the
+/// project: seeding, hashed positions (hotspot pages), the statistical engine's draws.
+#[inline]
+pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(GOLDEN);
+    mix64(*state)
 }
 
 /// FNV-1a of a string: turns stream names into seeds.

@@ -243,8 +243,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             ))
         }
     };
-    spec.validate()
-        .map_err(|e| FieldError::from(e).under("workload"))?;
+    spec.validate().map_err(|e| e.under("workload"))?;
     machine
         .engine
         .check_workload(&spec)

@@ -15,7 +15,7 @@ use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::WorkloadParams;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
-use tierscope_core::rng::Rng;
+use tierscope_core::rng::{mix64, Rng};
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
     Nanos, Paging,
@@ -42,13 +42,6 @@ pub struct StatEngine {
     stats: MachineStats,
     /// Accesses of each thread already folded into `stats`.
     stats_done: u64,
-}
-
-/// SplitMix64 finaliser.
-pub(super) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A uniform draw in [0, 1) from a hash.
@@ -147,7 +140,7 @@ impl StatEngine {
         let k = key(bit, level, va);
         let Some(c) = self.entries.cleared.get(&k).copied() else {
             if self.is_dead(level, va) {
-                let u = unit(mix(self.seed ^ mix(k ^ 0xdead)));
+                let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
                 return !self.entries.dead_is_clear(k, u);
             }
             return true;
@@ -172,8 +165,8 @@ impl StatEngine {
         );
         let ln = log_no_load(&world, t, ia, ib, c.fresh, flushes);
         let p_load = -ln.exp_m1();
-        let u = unit(mix(
-            self.seed ^ mix(k ^ mix(c.since ^ mix(self.now.wrapping_add(0x51))))
+        let u = unit(mix64(
+            self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
         ));
         if u < p_load {
             self.entries.cleared.remove(&k);

@@ -17,6 +17,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use tierscope_core::rng::{mix64, GOLDEN};
 use tierscope_core::{Level, Nanos};
 
 /// A multiply-xorshift hasher for the u64 keys (the std SipHash is slower and its DoS
@@ -38,11 +39,9 @@ impl Hasher for KeyHasher {
         // block added to the low bits (the bucket index) and the top seven (hashbrown's
         // tag): random keys spread like a full mix, while a linear scan's consecutive
         // entries land in consecutive buckets and stay cache-friendly.
-        let mut z = (self.0 ^ (x >> 6)).wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let z = mix64((self.0 ^ (x >> 6)).wrapping_add(GOLDEN));
         let low = x & 63;
-        self.0 = (z ^ (z >> 31)) ^ low ^ (low << 57);
+        self.0 = z ^ low ^ (low << 57);
     }
 }
 

@@ -24,8 +24,9 @@
 //! there would fragment a huge region's truth into millions of intervals).
 
 use super::density::{Schedule, Workload};
-use super::engine::{mix, unit};
+use super::engine::unit;
 use std::collections::BTreeMap;
+use tierscope_core::rng::mix64;
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, BlockIntervals};
 
@@ -167,7 +168,7 @@ pub fn hot_blocks(
     let bound = draw_bound(threshold);
     let is_hot = |b: u64, mu: f64, shaped: bool| {
         if shaped && mu < bound {
-            unit(mix(seed ^ mix(b ^ mix(ia ^ 0x7275_7468)))) < poisson_at_least(mu, threshold)
+            unit(mix64(seed ^ mix64(b ^ mix64(ia ^ 0x7275_7468)))) < poisson_at_least(mu, threshold)
         } else {
             mu >= thr
         }

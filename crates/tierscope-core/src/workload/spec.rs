@@ -1,0 +1,401 @@
+//! The workload types (regions, phases, patterns and their densities) as experiment
+//! files write them, and their validation.
+
+use super::density::RegionDensity;
+use crate::error::FieldError;
+use crate::units::{Duration, Nanos, Size};
+use serde::{Deserialize, Serialize};
+
+/// How a pattern walks its region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternKind {
+    /// An independent random offset per access, drawn from the pattern's [`Density`].
+    Random,
+    /// `offset += stride`, wrapping at the region's end.
+    Sequential,
+}
+
+/// Where a random pattern's accesses land in its region (offsets are 8-byte aligned).
+/// Experiment files name it with the pattern's `kind`; MASIM files only have `Uniform`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Density {
+    /// A uniformly random 64-bit offset (`kind = "random"` or `"uniform"`).
+    Uniform,
+    /// One hot 4 KiB page in each run of `round(1 / hot_fraction)` pages, each access on a
+    /// hot page chosen uniformly (`kind = "hotspot"`).
+    Hotspot { hot_fraction: f64 },
+    /// A normal distribution truncated to the region; `mean` and `sigma` are fractions of
+    /// the region size (`kind = "gaussian"`).
+    Gaussian { mean: f64, sigma: f64 },
+    /// 4 KiB page `k` from the region start drawn with probability proportional to
+    /// `1 / (k + 1)^exponent` (`kind = "zipf"`).
+    Zipf { exponent: f64 },
+}
+
+/// Whether accesses load, store, or alternate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessMode {
+    /// Loads only (masim `ro`).
+    Ro,
+    /// Stores only (masim `wo`, masim's default).
+    Wo,
+    /// Alternating load and store (masim `rw`).
+    Rw,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    pub name: String,
+    pub size: Size,
+}
+
+/// One access pattern. In files it is one table whose `kind` names both the walk and the
+/// density (`random`/`uniform`, `hotspot`, `gaussian`, `zipf`, `sequential`), with the
+/// density's parameters beside it (`PatternFile` below).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PatternFile", into = "PatternFile")]
+pub struct PatternSpec {
+    pub region: String,
+    pub kind: PatternKind,
+    /// Random patterns only; `Uniform` for sequential ones.
+    pub density: Density,
+    /// Bytes between consecutive sequential accesses (ignored by random patterns).
+    pub stride: Size,
+    /// Relative weight among the phase's patterns (masim's "probability").
+    pub weight: u32,
+    pub mode: AccessMode,
+}
+
+/// `kind` as written in experiment files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum KindName {
+    #[serde(alias = "uniform")]
+    Random,
+    Sequential,
+    Hotspot,
+    Gaussian,
+    Zipf,
+}
+
+/// A pattern as written in experiment files. Which parameters a kind needs or forbids is
+/// checked here (a serde error, so it carries the table's line); their ranges are checked
+/// by [`WorkloadSpec::validate`], which names the pattern's path.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatternFile {
+    region: String,
+    kind: KindName,
+    #[serde(default = "default_stride")]
+    stride: Size,
+    #[serde(default = "default_weight")]
+    weight: u32,
+    #[serde(default = "default_mode")]
+    mode: AccessMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hot_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sigma: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exponent: Option<f64>,
+}
+
+/// Defaults of the optional density parameters (docs/EXPERIMENTS.md).
+pub const DEFAULT_GAUSSIAN_MEAN: f64 = 0.5;
+pub const DEFAULT_GAUSSIAN_SIGMA: f64 = 0.125;
+pub const DEFAULT_ZIPF_EXPONENT: f64 = 1.0;
+
+impl TryFrom<PatternFile> for PatternSpec {
+    type Error = String;
+
+    fn try_from(f: PatternFile) -> Result<Self, String> {
+        let kind_name = serde_name(f.kind);
+        let given = [
+            ("hot_fraction", f.hot_fraction.is_some()),
+            ("mean", f.mean.is_some()),
+            ("sigma", f.sigma.is_some()),
+            ("exponent", f.exponent.is_some()),
+        ];
+        let allowed: &[&str] = match f.kind {
+            KindName::Random | KindName::Sequential => &[],
+            KindName::Hotspot => &["hot_fraction"],
+            KindName::Gaussian => &["mean", "sigma"],
+            KindName::Zipf => &["exponent"],
+        };
+        if let Some((name, _)) = given.iter().find(|(n, g)| *g && !allowed.contains(n)) {
+            return Err(format!(
+                "{name}: not a parameter of kind = \"{kind_name}\" (hot_fraction is hotspot's, \
+                 mean and sigma gaussian's, exponent zipf's)"
+            ));
+        }
+        let (kind, density) = match f.kind {
+            KindName::Random => (PatternKind::Random, Density::Uniform),
+            KindName::Sequential => (PatternKind::Sequential, Density::Uniform),
+            KindName::Hotspot => {
+                let hot_fraction = f.hot_fraction.ok_or_else(|| {
+                    "hot_fraction: kind = \"hotspot\" needs it (the share of 4 KiB pages that \
+                     are hot, 0 < hot_fraction <= 1)"
+                        .to_string()
+                })?;
+                (PatternKind::Random, Density::Hotspot { hot_fraction })
+            }
+            KindName::Gaussian => (
+                PatternKind::Random,
+                Density::Gaussian {
+                    mean: f.mean.unwrap_or(DEFAULT_GAUSSIAN_MEAN),
+                    sigma: f.sigma.unwrap_or(DEFAULT_GAUSSIAN_SIGMA),
+                },
+            ),
+            KindName::Zipf => (
+                PatternKind::Random,
+                Density::Zipf {
+                    exponent: f.exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
+                },
+            ),
+        };
+        Ok(PatternSpec {
+            region: f.region,
+            kind,
+            density,
+            stride: f.stride,
+            weight: f.weight,
+            mode: f.mode,
+        })
+    }
+}
+
+impl From<PatternSpec> for PatternFile {
+    fn from(p: PatternSpec) -> Self {
+        let mut f = PatternFile {
+            region: p.region,
+            kind: KindName::Random,
+            stride: p.stride,
+            weight: p.weight,
+            mode: p.mode,
+            hot_fraction: None,
+            mean: None,
+            sigma: None,
+            exponent: None,
+        };
+        match (p.kind, p.density) {
+            (PatternKind::Sequential, _) => f.kind = KindName::Sequential,
+            (PatternKind::Random, Density::Uniform) => {}
+            (PatternKind::Random, Density::Hotspot { hot_fraction }) => {
+                f.kind = KindName::Hotspot;
+                f.hot_fraction = Some(hot_fraction);
+            }
+            (PatternKind::Random, Density::Gaussian { mean, sigma }) => {
+                f.kind = KindName::Gaussian;
+                (f.mean, f.sigma) = (Some(mean), Some(sigma));
+            }
+            (PatternKind::Random, Density::Zipf { exponent }) => {
+                f.kind = KindName::Zipf;
+                f.exponent = Some(exponent);
+            }
+        }
+        f
+    }
+}
+
+fn serde_name(k: KindName) -> &'static str {
+    match k {
+        KindName::Random => "random",
+        KindName::Sequential => "sequential",
+        KindName::Hotspot => "hotspot",
+        KindName::Gaussian => "gaussian",
+        KindName::Zipf => "zipf",
+    }
+}
+
+fn default_stride() -> Size {
+    Size(4096)
+}
+fn default_weight() -> u32 {
+    1
+}
+fn default_mode() -> AccessMode {
+    AccessMode::Wo
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    pub name: String,
+    pub duration: Duration,
+    pub patterns: Vec<PatternSpec>,
+}
+
+/// A MASIM workload: named regions and a sequence of phases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub regions: Vec<RegionSpec>,
+    pub phases: Vec<PhaseSpec>,
+}
+
+/// A workload that cannot be used: the field path and why (MASIM parse errors also carry
+/// the file and line).
+pub type SpecError = FieldError;
+
+impl WorkloadSpec {
+    /// Total bytes of all regions.
+    pub fn total_size(&self) -> u64 {
+        self.regions.iter().map(|r| r.size.0).sum()
+    }
+
+    /// Duration of one pass over all phases.
+    pub fn phases_duration(&self) -> Nanos {
+        self.phases.iter().map(|p| p.duration.0).sum()
+    }
+
+    /// Index of the region named `name`.
+    pub fn region_index(&self, name: &str) -> Option<usize> {
+        self.regions.iter().position(|r| r.name == name)
+    }
+
+    /// Checks references and values; errors name the field path.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let err = |field: String, message: String| SpecError {
+            file: None,
+            line: None,
+            field,
+            message,
+        };
+        if self.regions.is_empty() {
+            return Err(err("regions".into(), "no regions defined".into()));
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            if r.size.0 == 0 {
+                return Err(err(format!("regions[{i}].size"), "must be positive".into()));
+            }
+            if self.regions[..i].iter().any(|o| o.name == r.name) {
+                return Err(err(
+                    format!("regions[{i}].name"),
+                    format!("region `{}` is defined twice", r.name),
+                ));
+            }
+        }
+        if self.phases.is_empty() {
+            return Err(err("phases".into(), "no phases defined".into()));
+        }
+        for (p, phase) in self.phases.iter().enumerate() {
+            if phase.duration.0 == 0 {
+                return Err(err(
+                    format!("phases[{p}].duration"),
+                    "must be positive".into(),
+                ));
+            }
+            if phase.patterns.iter().all(|pat| pat.weight == 0) {
+                return Err(err(
+                    format!("phases[{p}].patterns"),
+                    format!(
+                        "phase `{}` has no pattern with a positive weight",
+                        phase.name
+                    ),
+                ));
+            }
+            for (i, pat) in phase.patterns.iter().enumerate() {
+                if self.region_index(&pat.region).is_none() {
+                    return Err(err(
+                        format!("phases[{p}].patterns[{i}].region"),
+                        format!("unknown region `{}`", pat.region),
+                    ));
+                }
+                if pat.kind == PatternKind::Sequential && pat.stride.0 == 0 {
+                    return Err(err(
+                        format!("phases[{p}].patterns[{i}].stride"),
+                        "a sequential pattern needs a positive stride".into(),
+                    ));
+                }
+                if let Some((name, message)) = density_error(pat.density) {
+                    return Err(err(format!("phases[{p}].patterns[{i}].{name}"), message));
+                }
+                if let Some((run, 0)) = RegionDensity::of_pattern(self, pat).hotspot_runs() {
+                    return Err(err(
+                        format!("phases[{p}].patterns[{i}].hot_fraction"),
+                        format!(
+                            "region `{}` is one partial run of {run} pages whose hot page \
+                             falls outside it: no page is hot (raise hot_fraction)",
+                            pat.region
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The parameter of `d` that is out of range, and why.
+fn density_error(d: Density) -> Option<(&'static str, String)> {
+    let bad = |name: &'static str, range: &str, v: f64| {
+        Some((name, format!("must be in {range}, got {v}")))
+    };
+    match d {
+        Density::Uniform => None,
+        Density::Hotspot { hot_fraction: f } if !(f > 0.0 && f <= 1.0) => {
+            bad("hot_fraction", "(0, 1]", f)
+        }
+        Density::Hotspot { .. } => None,
+        // Wider than the region is close to uniform and would make the truncated normal's
+        // rejection sampling slow: use `random` for that.
+        Density::Gaussian { sigma, .. } if !(sigma > 0.0 && sigma <= 1.0) => {
+            bad("sigma", "(0, 1] (a fraction of the region size)", sigma)
+        }
+        Density::Gaussian { mean, .. } if !(0.0..=1.0).contains(&mean) => {
+            bad("mean", "[0, 1] (a fraction of the region size)", mean)
+        }
+        Density::Gaussian { .. } => None,
+        Density::Zipf { exponent } if !(exponent > 0.0 && exponent.is_finite()) => {
+            bad("exponent", "(0, inf)", exponent)
+        }
+        Density::Zipf { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::parse_masim;
+
+    #[test]
+    fn density_parameters_are_range_checked() {
+        let spec = |d: Density| {
+            let mut w = parse_masim("a, 1GiB\n\np\n10\na, 1, 4096, 1\n").unwrap();
+            w.phases[0].patterns[0].density = d;
+            w.validate()
+        };
+        assert!(spec(Density::Hotspot { hot_fraction: 0.01 }).is_ok());
+        let e = spec(Density::Hotspot { hot_fraction: 0.0 }).unwrap_err();
+        assert_eq!(e.field, "phases[0].patterns[0].hot_fraction");
+        let e = spec(Density::Hotspot { hot_fraction: 1.5 }).unwrap_err();
+        assert!(e.message.contains("(0, 1]"), "{e}");
+        let e = spec(Density::Gaussian {
+            mean: 0.5,
+            sigma: -1.0,
+        })
+        .unwrap_err();
+        assert_eq!(e.field, "phases[0].patterns[0].sigma");
+        let e = spec(Density::Gaussian {
+            mean: 1.2,
+            sigma: 0.1,
+        })
+        .unwrap_err();
+        assert_eq!(e.field, "phases[0].patterns[0].mean");
+        let e = spec(Density::Zipf { exponent: 0.0 }).unwrap_err();
+        assert_eq!(e.field, "phases[0].patterns[0].exponent");
+        // A region smaller than one run may hold no hot page at all.
+        let tiny = (0..64)
+            .map(|r| RegionDensity::new(Density::Hotspot { hot_fraction: 1e-6 }, 4096 * 10, r))
+            .filter(|d| d.hotspot_runs() == Some((1_000_000, 0)))
+            .count();
+        assert!(tiny > 50, "{tiny}");
+        let e = spec(Density::Hotspot { hot_fraction: 1e-9 }).unwrap_err();
+        assert!(e.message.contains("no page is hot"), "{e}");
+    }
+}
