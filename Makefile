@@ -9,15 +9,17 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 
 .PHONY: venv build run test
 
-# The environment: maturin (the build backend) plus the runtime and dev dependencies
-# listed in pyproject.toml. The stamp file makes the target cheap once done.
+# The environment: maturin (the build backend) plus the runtime, dev and ray (the sweep
+# executor's optional extra, tested here) dependencies listed in pyproject.toml. The
+# stamp file makes the target cheap once done.
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "maturin>=1.9,<2"
 	$(BIN)/python -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-		print("\n".join(d["dependencies"] + d["optional-dependencies"]["dev"]))' > $(VENV)/requirements.txt
+		x = d["optional-dependencies"]; print("\n".join(d["dependencies"] + x["dev"] + x["ray"]))' \
+		> $(VENV)/requirements.txt
 	$(BIN)/pip install --quiet -r $(VENV)/requirements.txt
 	touch $@
 
@@ -34,7 +36,7 @@ test: build
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
 	$(BIN)/ruff check python tests scripts
-	$(BIN)/pytest -q tests
+	TIERSCOPE_TEST_RAY=require $(BIN)/pytest -q tests
 
 # The experiments behind docs/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \

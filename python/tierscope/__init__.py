@@ -17,7 +17,7 @@ from tierscope.load import load
 from tierscope.output import OutputError
 from tierscope.results import MonitorResult, RunResult, Snapshots, Truth
 from tierscope.runner import run
-from tierscope.sweep import SweepRun, expand_sweep
+from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
 
 __all__ = [
     "Cancelled",
@@ -28,11 +28,14 @@ __all__ = [
     "RunError",
     "RunResult",
     "Snapshots",
+    "SweepOutcome",
     "SweepRun",
     "Truth",
     "Unavailable",
     "expand_sweep",
     "load",
     "load_experiment",
+    "load_sweep",
     "run",
+    "run_sweep",
 ]

@@ -27,7 +27,8 @@ class ProgressBar:
         if self.tty:
             filled = round(fraction * self.width)
             bar = "#" * filled + "-" * (self.width - filled)
-            self.stream.write(f"\r{self.label} [{bar}] {fraction:6.1%} {elapsed:6.1f}s")
+            eta = f" eta {elapsed * (1 - fraction) / fraction:6.1f}s" if 0 < fraction < 1 else ""
+            self.stream.write(f"\r{self.label} [{bar}] {fraction:6.1%} {elapsed:6.1f}s{eta}")
             self.stream.flush()
             self.drawn = True
             return

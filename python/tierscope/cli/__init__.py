@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from tierscope.cli import compare as compare_cmd
 from tierscope.cli import repro as repro_cmd
 from tierscope.cli import run as run_cmd
+from tierscope.cli import sweep as sweep_cmd
 from tierscope.cli import validate as validate_cmd
 
 #: Exit status for bad input, as argparse uses for bad options.
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(sub)
     compare_cmd.register(sub)
     repro_cmd.register(sub)
+    sweep_cmd.register(sub)
     validate_cmd.register(sub)
     return parser
 
@@ -57,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Unavailable as e:
         print(f"tierscope: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader of stdout went away (`| head`): nothing more to say to it.
+        sys.stderr.close()
+        return 0
     except (KeyboardInterrupt, Cancelled):
         print("tierscope: interrupted; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,0 +1,98 @@
+"""Running a sweep: expand it, skip the runs the store already holds, run the rest on an
+executor (local by default, Ray on request), store each run's rows as it finishes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tierscope.output import write_output
+from tierscope.progress import ProgressBar
+from tierscope.results import RunResult
+from tierscope.sweep.local import run_local
+from tierscope.sweep.spec import SweepRun, SweepSource, expand_sweep
+from tierscope.sweep.store import Store
+
+
+@dataclass
+class SweepOutcome:
+    """What a call to `run_sweep` did."""
+
+    runs: int
+    #: Runs already stored before this call (a resumed sweep).
+    skipped: int
+    done: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+    #: Wall time of each run done here (local executor), for the overhead.
+    run_wall_s: dict[str, float] = field(default_factory=dict)
+
+
+def run_sweep(
+    source: SweepSource,
+    out: str | os.PathLike[str],
+    *,
+    executor: str = "local",
+    jobs: int = 0,
+    address: str | None = None,
+    outputs: bool = False,
+    progress: bool = True,
+    source_name: str | None = None,
+) -> SweepOutcome:
+    """Runs every run of the sweep not yet in the store at `out`. `jobs`: runs at once on
+    the local executor (0: one per core). `outputs`: also write each run's full outputs
+    (metrics.json, heatmaps, damo records) to out/runs/<id>. Failed runs are reported in
+    the outcome and not stored, so a later call retries them."""
+    runs = expand_sweep(source, source_name=source_name)
+    directory = Path(out)
+    name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
+    store = Store(directory, name, [{"id": r.id, "params": r.params} for r in runs])
+    done = store.done()
+    pending = [r for r in runs if r.id not in done]
+    outcome = SweepOutcome(runs=len(runs), skipped=len(runs) - len(pending))
+    t0 = time.monotonic()
+    started: dict[str, float] = {}
+    bar = ProgressBar(f"sweep {directory.name}") if progress and pending else None
+
+    def on_done(r: SweepRun, metrics: dict, result: RunResult | None) -> None:
+        if outputs and result is not None:
+            write_output(result, directory / "runs" / r.id)
+        store.write({"id": r.id, "params": r.params}, metrics)
+        outcome.done += 1
+        outcome.run_wall_s[r.id] = time.monotonic() - started.get(r.id, t0)
+
+    def on_failed(r: SweepRun, message: str) -> None:
+        outcome.failed[r.id] = message
+        print(f"tierscope: run {r.id} failed: {message}", file=sys.stderr)
+
+    def on_progress(finished: int, partial: float) -> None:
+        if bar is not None:
+            bar.update(int(1000 * (finished + partial)), 1000 * len(pending))
+
+    try:
+        if executor == "ray":
+            from tierscope.sweep.ray_pool import run_ray
+
+            run_ray(
+                pending,
+                address,
+                directory / "runs" if outputs else None,
+                on_done,
+                on_failed,
+                on_progress,
+            )
+        else:
+            n = jobs if jobs > 0 else (os.cpu_count() or 1)
+
+            def on_start(r: SweepRun) -> None:
+                started[r.id] = time.monotonic()
+
+            run_local(pending, n, on_done, on_failed, on_progress, on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+        outcome.wall_s = time.monotonic() - t0
+    return outcome
