@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # maturin installs into the environment named by VIRTUAL_ENV.
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: venv build run test
+.PHONY: venv build run test browser
 
 # The environment: maturin (the build backend) plus the runtime, dev and ray (the sweep
 # executor's optional extra, tested here) dependencies listed in pyproject.toml. The
@@ -31,7 +31,14 @@ build: venv
 run: build
 	$(BIN)/tierscope run experiments/default.toml --out runs/default
 
-test: build
+# Debian's headless Chromium, for the report tests (tests/test_report.py); where it cannot
+# be installed (no root, no apt) those tests skip with the reason.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium could not be installed: the browser tests will be skipped"
+
+test: build browser
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release

@@ -15,6 +15,7 @@ from tierscope._core import __version__ as __version__
 from tierscope.experiment import Experiment, load_experiment
 from tierscope.load import load
 from tierscope.output import OutputError
+from tierscope.report import write_report
 from tierscope.results import MonitorResult, RunResult, Snapshots, Truth
 from tierscope.runner import run
 from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
@@ -38,4 +39,5 @@ __all__ = [
     "load_sweep",
     "run",
     "run_sweep",
+    "write_report",
 ]

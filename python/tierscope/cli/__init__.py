@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from tierscope.cli import compare as compare_cmd
+from tierscope.cli import report as report_cmd
 from tierscope.cli import repro as repro_cmd
 from tierscope.cli import run as run_cmd
 from tierscope.cli import sweep as sweep_cmd
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(sub)
     compare_cmd.register(sub)
     repro_cmd.register(sub)
+    report_cmd.register(sub)
     sweep_cmd.register(sub)
     validate_cmd.register(sub)
     return parser

@@ -1,0 +1,30 @@
+"""`tierscope report DIR`: write a self-contained HTML page (DIR/report.html) for a run
+or a sweep directory: summary tables, cost, timelines and heatmaps for a run; rows over
+seeds and parameter plots with the seeds' spread for a sweep. It opens offline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report of a run or sweep directory",
+        description=__doc__,
+    )
+    p.add_argument(
+        "dir", metavar="DIR", help="a run (metrics.json) or sweep (sweep.json) directory"
+    )
+    p.add_argument("--out", metavar="FILE", help="where to write it (default DIR/report.html)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from tierscope.report import write_report
+
+    target = write_report(Path(args.dir), Path(args.out) if args.out else None)
+    print(f"report in {target}", file=sys.stderr)
+    return 0
