@@ -47,7 +47,7 @@ def _file(tmp_path: Path, seed: int) -> Path:
 
 def test_seed_means_are_means_of_per_seed_runs(tmp_path: Path) -> None:
     seeds = [1, 2, 3]
-    per_seed = seed_runs(_file(tmp_path, 1), seeds, MONITORS)
+    per_seed = seed_runs(_file(tmp_path, 1), seeds, MONITORS, tmp_path / "seeds")
     assert list(per_seed) == list(MONITORS)  # damon-mod left out
     # Each seed's values are those of a whole run of that seed (monitors do not affect
     # each other: each has its own machine fed the same accesses).

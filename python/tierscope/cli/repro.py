@@ -9,8 +9,9 @@ ACCESSED bits flipped (Figure 10).
 
 One seed of the needle is a coin flip for Telescope (DAMON's region management traps a
 sliver of the needle in ~40% of seeds, docs/TELESCOPE.md section 4), so the needle also
-gets a row per Telescope variant with the means over seeds 1..N (--needle-seeds; metrics
-only, no outputs; the per-seed values are in repro.json).
+gets a row per Telescope variant with the means over seeds 1..N (--needle-seeds; the
+per-seed values are in repro.json). The seeds run as a sweep stored in
+DIR/needle-5t-seeds, on --executor: stopped, a rerun with the same DIR resumes it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"run only this experiment (repeatable): {', '.join(paper.EXPERIMENTS)}",
     )
     p.add_argument("--threads", type=int, default=0, metavar="N", help="0: one per core")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where the seed sweep runs (local, or ray: `pip install 'tierscope[ray]'`)",
+    )
     p.add_argument(
         "--needle-seeds",
         type=int,
@@ -107,25 +114,36 @@ def seed_sweep(path: Path, seeds: Sequence[int], monitors: Sequence[str]) -> dic
 
 
 def seed_runs(
-    path: Path, seeds: Sequence[int], monitors: Sequence[str], threads: int = 0
+    path: Path,
+    seeds: Sequence[int],
+    monitors: Sequence[str],
+    out: Path,
+    *,
+    executor: str = "local",
+    jobs: int = 0,
+    progress: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Runs the experiment file at `path` once per seed with only `monitors` (no outputs
-    written); per monitor, each run's seed (as the run recorded it), precision and recall."""
-    from tierscope import expand_sweep, run
+    """Runs the experiment file at `path` once per seed with only `monitors`, as a sweep
+    stored in `out` (resumable: seeds already stored there are not run again); per
+    monitor, each seed's precision and recall."""
+    from tierscope import load_sweep, run_sweep
 
-    per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
     sweep = seed_sweep(path, seeds, monitors)
-    for r in expand_sweep(sweep, source_name=f"{path} (seeds)"):
-        metrics = run(r.experiment, progress=False, threads=threads).metrics
-        for m in monitors:
-            mm = metrics["monitors"][m]
-            per_seed[m].append(
-                {
-                    "seed": metrics["experiment"]["seed"],
-                    "precision": mm["precision"],
-                    "recall": mm["recall"],
-                }
-            )
+    name = f"{path} (seeds)"
+    outcome = run_sweep(
+        sweep, out, executor=executor, jobs=jobs, progress=progress, source_name=name
+    )
+    if outcome.failed:
+        from tierscope import RunError
+
+        first = next(iter(outcome.failed.items()))
+        raise RunError(f"{len(outcome.failed)} seed runs failed; {first[0]}: {first[1]}")
+    df = load_sweep(out)
+    per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
+    for row in df.iter_rows(named=True):
+        per_seed[row["monitor"]].append(
+            {"seed": row["seed"], "precision": row["precision"], "recall": row["recall"]}
+        )
     return per_seed
 
 
@@ -212,7 +230,15 @@ def main(args: argparse.Namespace) -> int:
         if n == SEED_EXPERIMENT and args.needle_seeds > 0:
             t0 = time.monotonic()
             seeds = range(1, args.needle_seeds + 1)
-            per_seed = seed_runs(PAPER_DIR / f"{n}.toml", seeds, SEED_MONITORS, args.threads)
+            per_seed = seed_runs(
+                PAPER_DIR / f"{n}.toml",
+                seeds,
+                SEED_MONITORS,
+                out / f"{n}-seeds",
+                executor=args.executor,
+                jobs=args.threads,
+                progress=not args.quiet,
+            )
             quality += seed_mean_rows(n, per_seed)
             walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
     text = format_tables(quality, cost)

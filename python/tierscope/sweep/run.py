@@ -27,7 +27,8 @@ class SweepOutcome:
     done: int = 0
     failed: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
-    #: Wall time of each run done here (local executor), for the overhead.
+    #: Wall time of each run done here, from its start to its result (local executor):
+    #: the sweep's overhead is what its wall time spends beyond them.
     run_wall_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -58,11 +59,12 @@ def run_sweep(
     bar = ProgressBar(f"sweep {directory.name}") if progress and pending else None
 
     def on_done(r: SweepRun, metrics: dict, result: RunResult | None) -> None:
+        if r.id in started:
+            outcome.run_wall_s[r.id] = time.monotonic() - started[r.id]
         if outputs and result is not None:
             write_output(result, directory / "runs" / r.id)
         store.write({"id": r.id, "params": r.params}, metrics)
         outcome.done += 1
-        outcome.run_wall_s[r.id] = time.monotonic() - started.get(r.id, t0)
 
     def on_failed(r: SweepRun, message: str) -> None:
         outcome.failed[r.id] = message
