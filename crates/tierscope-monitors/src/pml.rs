@@ -50,8 +50,7 @@ impl Technique for PmlConfig {
     fn presets() -> Vec<Preset<Self>> {
         vec![Preset {
             name: "pml",
-            help: "write logging (PML / KVM dirty log, vmmload's classes); needs a write log \
-                   (engine kvm)",
+            help: "write logging (PML / KVM dirty log) with vmmload's hot / warm / cold classes",
             config: PmlConfig::default(),
         }]
     }

@@ -46,7 +46,8 @@ examples:
       --rate 10M/s --duration 30s --out runs/quick
 
 outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
-<monitor>.damon (read it with `damo report heatmap --input FILE`).
+<monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
+(tierscope.load(DIR) reads the directory back).
 An existing DIR is replaced only if it holds an earlier tierscope output.
 """
 
