@@ -6,6 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import tierscope
 from conftest import run_cli
 from tierscope.cli.repro import PAPER_DIR
 from tierscope.paper import EXPERIMENTS, PRECISION_RECALL
@@ -26,7 +27,7 @@ def test_one_experiment_writes_outputs_and_tables(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     exp = tomllib.loads((PAPER_DIR / "needle-5t-thp.toml").read_text())
     monitors = [m.get("name", m.get("preset")) for m in exp["monitors"]]
-    run_dir = out / "needle-5t-thp"
+    run_dir = out / "runs" / "base=needle-5t-thp"
     assert (run_dir / "metrics.json").is_file()
     assert (run_dir / "timeline.png").stat().st_size > 0
     for m in monitors:
@@ -39,6 +40,16 @@ def test_one_experiment_writes_outputs_and_tables(tmp_path: Path) -> None:
     md = (out / "repro.md").read_text()
     assert "paper precision" in md and "paper Gcycles (Table 2)" in md
     assert all(m in md for m in monitors)
+    # The paper suite is one sweep in DIR: its rows are stored, and a rerun resumes it
+    # (nothing runs again, the tables are the same).
+    df = tierscope.load_sweep(out)
+    assert set(df["run_id"].to_list()) == {"base=needle-5t-thp"}
+    again = run_cli(
+        "repro", "telescope", "--only", "needle-5t-thp", "--out", out, "--quiet", cwd=tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+    assert "(1 already stored)" in again.stdout
+    assert (out / "repro.md").read_text() == md
 
 
 def test_unknown_experiment_is_bad_input(tmp_path: Path) -> None:

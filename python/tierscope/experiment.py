@@ -79,6 +79,17 @@ def config_error(
 ExperimentSource = Experiment | Mapping[str, Any] | str | os.PathLike[str]
 
 
+def read_config_file(path: Path, name: str, what: str) -> tuple[str, str]:
+    """The text of a TOML or JSON file (JSON when it ends in .json) and its format;
+    `ConfigError` naming `name` when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise config_error(name, f"cannot read the {what} file: {reason}") from None
+    return text, "json" if path.suffix.lower() == ".json" else "toml"
+
+
 def load_experiment(source: ExperimentSource, *, source_name: str | None = None) -> Experiment:
     """Loads an experiment from a file path (TOML, or JSON when it ends in .json), a
     dict in the same layout as the file, or returns an `Experiment` unchanged.
@@ -96,10 +107,5 @@ def load_experiment(source: ExperimentSource, *, source_name: str | None = None)
         return Experiment(_core.parse_experiment(text, name, Path.cwd(), "json"))
     path = Path(source)
     name = source_name or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise config_error(name, f"cannot read the experiment file: {reason}") from None
-    fmt = "json" if path.suffix.lower() == ".json" else "toml"
+    text, fmt = read_config_file(path, name, "experiment")
     return Experiment(_core.parse_experiment(text, name, path.resolve().parent, fmt))

@@ -137,6 +137,11 @@ def heatmap(
 def timeline(result: RunResult, path: Path, *, title: str | None = None) -> None:
     """Writes a PNG of every monitor's per-window precision and recall over time (the
     shape of the Telescope paper's Figures 8 and 9)."""
+    timeline_figure(result, title=title).savefig(path, dpi=100)
+
+
+def timeline_figure(result: RunResult, *, title: str | None = None) -> Any:
+    """The figure `timeline` writes."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 6), layout="constrained")
@@ -154,4 +159,4 @@ def timeline(result: RunResult, path: Path, *, title: str | None = None) -> None
         ax.grid(alpha=0.3)
     prec_ax.legend(loc="lower right", fontsize="small", ncols=3)
     prec_ax.set_title(title or f"{result.experiment.name}: precision and recall per window")
-    fig.savefig(path, dpi=100)
+    return fig

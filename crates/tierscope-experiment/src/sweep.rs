@@ -3,7 +3,8 @@
 //! runs; executors (the CLI's repro and validate, later a process pool) take the list.
 //!
 //! ```toml
-//! base = "experiments/default.toml"        # or an inline [base] table
+//! base = "experiments/default.toml"        # or an inline [base] table, or
+//! # bases = { a = "a.toml", b = "b.toml" }  # named bases, in name order: the outermost axis
 //! seeds = [1, 2, 3]                        # or { from = 1, to = 200 }
 //! keep_monitors = ["telescope-bnd"]        # optional: only these monitors of the base
 //! prune = false                            # drop what a run's engine cannot run
@@ -30,7 +31,11 @@ use tierscope_core::FieldError;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SweepFile {
-    base: Base,
+    #[serde(default)]
+    base: Option<Base>,
+    /// Several bases by name, in name order (the outermost axis, `base`).
+    #[serde(default)]
+    bases: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
     seeds: Option<Seeds>,
     #[serde(default)]
@@ -93,38 +98,28 @@ pub fn expand_sweep(
     let sweep: SweepFile = serde_path_to_error::deserialize(doc)
         .map_err(FieldError::from)
         .map_err(at_sweep)?;
-    // The base document, and where its own errors point.
-    let (base, base_source, base_map, base_dir) = match &sweep.base {
-        Base::Inline(m) => (
-            Value::Object(m.clone()),
-            source.to_string(),
-            None,
-            base_dir.to_path_buf(),
-        ),
-        Base::File(p) => {
-            let path = if p.is_absolute() {
-                p.clone()
-            } else {
-                base_dir.join(p)
-            };
-            let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                at_sweep(FieldError::new(
-                    "base",
-                    format!("cannot read `{name}`: {e}"),
-                ))
-            })?;
-            let fmt = if path.extension().is_some_and(|x| x == "json") {
-                Format::Json
-            } else {
-                Format::Toml
-            };
-            let (doc, m) = config::read_document(&text, &name, fmt)?;
-            let dir = path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| base_dir.to_path_buf());
-            (doc, name, Some(m), dir)
+    // The base documents (one, or several by name), and where their own errors point.
+    let bases: Vec<BaseDoc> = match (&sweep.base, &sweep.bases) {
+        (Some(b), None) => vec![load_base(None, b, source, base_dir).map_err(at_sweep)?],
+        (None, Some(named)) if !named.is_empty() => named
+            .iter()
+            .map(|(name, v)| {
+                let b: Base = serde_json::from_value(v.clone()).map_err(|e| {
+                    at_sweep(FieldError::new(format!("bases.{name}"), e.to_string()))
+                })?;
+                load_base(Some(name.clone()), &b, source, base_dir).map_err(|e| {
+                    at_sweep(FieldError {
+                        field: format!("bases.{name}"),
+                        ..e
+                    })
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(at_sweep(FieldError::new(
+                "base",
+                "give `base` (one experiment) or `bases` (several, by name)",
+            )))
         }
     };
     let axes = sweep
@@ -150,84 +145,154 @@ pub fn expand_sweep(
 
     let mut runs: Vec<SweepRun> = vec![];
     let combos: usize = axes.iter().map(|a| a.values.len()).product();
-    for combo in 0..combos {
-        // Mixed radix, the first axis outermost.
-        let mut rest = combo;
-        let mut picks = vec![0; axes.len()];
-        for (k, a) in axes.iter().enumerate().rev() {
-            picks[k] = rest % a.values.len();
-            rest /= a.values.len();
-        }
-        for seed in seeds
-            .clone()
-            .map_or(vec![None], |s| s.into_iter().map(Some).collect())
-        {
-            let mut doc = base.clone();
-            let mut origin: Vec<(String, String)> = vec![];
-            for (path, v) in &sweep.set {
-                let resolved = set_path(&mut doc, path, v.clone())
-                    .map_err(|m| at_sweep(FieldError::new(join_path("set", path), m)))?;
-                origin.push((resolved, join_path("set", path)));
+    for b in &bases {
+        let BaseDoc {
+            name: base_name,
+            doc: base,
+            source: base_source,
+            map: base_map,
+            dir: base_dir,
+        } = b;
+        for combo in 0..combos {
+            // Mixed radix, the first axis outermost.
+            let mut rest = combo;
+            let mut picks = vec![0; axes.len()];
+            for (k, a) in axes.iter().enumerate().rev() {
+                picks[k] = rest % a.values.len();
+                rest /= a.values.len();
             }
-            let mut params = vec![];
-            for (k, a) in axes.iter().enumerate() {
-                let row = &a.values[picks[k]];
-                for (path, v) in a.paths.iter().zip(row) {
-                    let resolved = set_path(&mut doc, path, v.clone()).map_err(|m| {
-                        at_sweep(FieldError::new(
-                            format!("axes[{k}].values[{}]", picks[k]),
-                            m,
-                        ))
-                    })?;
-                    origin.push((resolved, format!("axes[{k}]")));
+            for seed in seeds
+                .clone()
+                .map_or(vec![None], |s| s.into_iter().map(Some).collect())
+            {
+                let mut doc = base.clone();
+                let mut origin: Vec<(String, String)> = vec![];
+                for (path, v) in &sweep.set {
+                    let resolved = set_path(&mut doc, path, v.clone())
+                        .map_err(|m| at_sweep(FieldError::new(join_path("set", path), m)))?;
+                    origin.push((resolved, join_path("set", path)));
                 }
-                params.push((a.name.clone(), a.param(picks[k])));
-            }
-            if let Some(s) = seed {
-                doc["seed"] = Value::from(s);
-                params.push(("seed".into(), Value::from(s)));
-            }
-            if let Some(keep) = &sweep.keep_monitors {
-                keep_monitors(&mut doc, keep)
-                    .map_err(|m| at_sweep(FieldError::new("keep_monitors", m)))?;
-            }
-            let dropped = if sweep.prune { prune(&mut doc) } else { vec![] };
-            let id = run_id(&params);
-            let experiment = config::parse_document(doc, &base_source, &base_dir).map_err(|e| {
-                // An error in a field the sweep set points at the sweep; any other at the
-                // base file.
-                let set_by = origin
-                    .iter()
-                    .rev()
-                    .find(|(p, _)| e.field == *p || e.field.starts_with(&format!("{p}.")));
-                let e = FieldError {
-                    message: format!("run `{id}`: {}", e.message),
-                    ..e
-                };
-                match (set_by, &base_map) {
-                    (Some((_, at)), _) => {
-                        let line = map.line(at);
-                        FieldError { file: None, ..e }.in_file(source).at_line(line)
+                let mut params = vec![];
+                if let Some(n) = base_name {
+                    params.push(("base".to_string(), Value::String(n.clone())));
+                }
+                for (k, a) in axes.iter().enumerate() {
+                    let row = &a.values[picks[k]];
+                    for (path, v) in a.paths.iter().zip(row) {
+                        let resolved = set_path(&mut doc, path, v.clone()).map_err(|m| {
+                            at_sweep(FieldError::new(
+                                format!("axes[{k}].values[{}]", picks[k]),
+                                m,
+                            ))
+                        })?;
+                        origin.push((resolved, format!("axes[{k}]")));
                     }
-                    (None, Some(m)) => config::locate(e, &base_source, m),
-                    (None, None) => config::locate(e, source, &map),
+                    params.push((a.name.clone(), a.param(picks[k])));
                 }
-            })?;
-            if runs.iter().any(|r| r.id == id) {
-                return Err(at_sweep(FieldError::new(
-                    "axes",
-                    format!("two runs would have the id `{id}` (give the axes distinct values or names)"),
-                )));
+                if let Some(s) = seed {
+                    doc["seed"] = Value::from(s);
+                    params.push(("seed".into(), Value::from(s)));
+                }
+                if let Some(keep) = &sweep.keep_monitors {
+                    keep_monitors(&mut doc, keep)
+                        .map_err(|m| at_sweep(FieldError::new("keep_monitors", m)))?;
+                }
+                let dropped = if sweep.prune { prune(&mut doc) } else { vec![] };
+                let id = run_id(&params);
+                let experiment =
+                    config::parse_document(doc, base_source, base_dir).map_err(|e| {
+                        // An error in a field the sweep set points at the sweep; any other at the
+                        // base file.
+                        let set_by = origin
+                            .iter()
+                            .rev()
+                            .find(|(p, _)| e.field == *p || e.field.starts_with(&format!("{p}.")));
+                        let e = FieldError {
+                            message: format!("run `{id}`: {}", e.message),
+                            ..e
+                        };
+                        match (set_by, &base_map) {
+                            (Some((_, at)), _) => {
+                                let line = map.line(at);
+                                FieldError { file: None, ..e }.in_file(source).at_line(line)
+                            }
+                            (None, Some(m)) => config::locate(e, base_source, m),
+                            (None, None) => config::locate(e, source, &map),
+                        }
+                    })?;
+                if runs.iter().any(|r| r.id == id) {
+                    return Err(at_sweep(FieldError::new(
+                        "axes",
+                        format!(
+                            "two runs would have the id `{id}` (give the axes distinct values \
+                         or names)"
+                        ),
+                    )));
+                }
+                runs.push(SweepRun {
+                    id,
+                    params,
+                    dropped,
+                    experiment,
+                });
             }
-            runs.push(SweepRun {
-                id,
-                params,
-                dropped,
-                experiment,
-            });
         }
     }
     Ok(runs)
+}
+
+/// A base experiment document: its name (with `bases`), where it came from, and the map
+/// of its lines when it is a file.
+struct BaseDoc {
+    name: Option<String>,
+    doc: Value,
+    source: String,
+    map: Option<config::source_map::SourceMap>,
+    dir: PathBuf,
+}
+
+fn load_base(
+    name: Option<String>,
+    base: &Base,
+    source: &str,
+    base_dir: &Path,
+) -> Result<BaseDoc, FieldError> {
+    Ok(match base {
+        Base::Inline(m) => BaseDoc {
+            name,
+            doc: Value::Object(m.clone()),
+            source: source.to_string(),
+            map: None,
+            dir: base_dir.to_path_buf(),
+        },
+        Base::File(p) => {
+            let path = if p.is_absolute() {
+                p.clone()
+            } else {
+                base_dir.join(p)
+            };
+            let file = path.display().to_string();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| FieldError::new("base", format!("cannot read `{file}`: {e}")))?;
+            let fmt = if path.extension().is_some_and(|x| x == "json") {
+                Format::Json
+            } else {
+                Format::Toml
+            };
+            let (doc, m) = config::read_document(&text, &file, fmt)?;
+            let dir = path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| base_dir.to_path_buf());
+            BaseDoc {
+                name,
+                doc,
+                source: file,
+                map: Some(m),
+                dir,
+            }
+        }
+    })
 }
 
 /// An axis, checked: its paths and one row of values per step.
@@ -593,6 +658,37 @@ values = ["stat", "kvm"]
         assert_eq!(names(&runs[1]), ["bnd"]);
         assert_eq!(runs[1].dropped, ["pebs-mod"]);
         assert_eq!(runs[1].id, "engine=kvm");
+    }
+
+    #[test]
+    fn named_bases_are_the_outermost_axis() {
+        let dir = std::env::temp_dir().join(format!("tierscope-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("one.toml"), BASE).unwrap();
+        std::fs::write(dir.join("two.toml"), BASE.replace("64MiB", "128MiB")).unwrap();
+        let text = "seeds = [1, 2]\nbases = { one = \"one.toml\", two = \"two.toml\" }\n";
+        let runs = expand_sweep(text, "s.toml", &dir, Format::Toml).unwrap();
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "base=one,seed=1",
+                "base=one,seed=2",
+                "base=two,seed=1",
+                "base=two,seed=2"
+            ]
+        );
+        assert_eq!(runs[3].experiment.workload.spec.total_size(), 128 << 20);
+        let e = expand_sweep(
+            "bases = { one = \"nope.toml\" }\n",
+            "s.toml",
+            &dir,
+            Format::Toml,
+        )
+        .unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("bases.one", Some(1)), "{e}");
+        let e = expand_sweep("seeds = [1]\n", "s.toml", &dir, Format::Toml).unwrap_err();
+        assert!(e.message.contains("give `base`"), "{e}");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 """`tierscope repro telescope`: run the Telescope paper's experiments (experiments/paper/,
 statistical engine) and print our numbers next to the paper's.
 
-For each experiment it writes the usual run outputs (metrics.json, heatmaps like the
-paper's Figure 7, damo records) plus timeline.png (precision and recall per window, like
-Figures 8 and 9) into DIR/NAME, then prints and writes DIR/repro.md and DIR/repro.json:
+The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
+--executor local or ray; stopped, a rerun with the same DIR resumes it). For each
+experiment it writes the usual run outputs (metrics.json, heatmaps like the paper's
+Figure 7, damo records) plus timeline.png (precision and recall per window, like Figures 8
+and 9) into DIR/runs/base=NAME, then prints and writes DIR/repro.md and DIR/repro.json:
 precision / recall ours vs the paper's (section 6.2), and Table 2 (monitor cycles) with
 ACCESSED bits flipped (Figure 10).
 
@@ -55,7 +57,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help=f"run only this experiment (repeatable): {', '.join(paper.EXPERIMENTS)}",
     )
-    p.add_argument("--threads", type=int, default=0, metavar="N", help="0: one per core")
+    p.add_argument(
+        "--threads", type=int, default=0, metavar="N", help="runs at once (0: one per core)"
+    )
     p.add_argument(
         "--executor",
         choices=["local", "ray"],
@@ -196,9 +200,13 @@ def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
     return align(q) + "\n\n" + align(c)
 
 
+def paper_sweep() -> dict[str, Any]:
+    """Every paper experiment, as one sweep over named bases (run ids `base=NAME`)."""
+    return {"bases": {n: str(PAPER_DIR / f"{n}.toml") for n in paper.EXPERIMENTS}}
+
+
 def main(args: argparse.Namespace) -> int:
-    from tierscope import run
-    from tierscope.output import check_target
+    from tierscope import load, run_sweep
     from tierscope.plot import timeline
 
     names = args.only or list(paper.EXPERIMENTS)
@@ -212,18 +220,32 @@ def main(args: argparse.Namespace) -> int:
     if args.needle_seeds < 0:
         raise config_error(SOURCE, f"--needle-seeds: must be 0 or more, got {args.needle_seeds}")
     out = Path(args.out)
-    for n in names:
-        check_target(out / n)
+    # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
+    # with the same DIR resumes it, on either executor.
+    outcome = run_sweep(
+        paper_sweep(),
+        out,
+        executor=args.executor,
+        jobs=args.threads,
+        outputs=True,
+        progress=not args.quiet,
+        source_name="repro telescope",
+        only=[f"base={n}" for n in names],
+    )
+    if outcome.failed:
+        from tierscope import RunError
+
+        first = next(iter(outcome.failed.items()))
+        raise RunError(f"{len(outcome.failed)} experiments failed; {first[0]}: {first[1]}")
     quality: list[dict[str, Any]] = []
     cost: list[dict[str, Any]] = []
     walls: dict[str, float] = {}
     for n in names:
-        t0 = time.monotonic()
-        result = run(
-            PAPER_DIR / f"{n}.toml", out=out / n, progress=not args.quiet, threads=args.threads
-        )
-        walls[n] = time.monotonic() - t0
-        timeline(result, out / n / "timeline.png", title=paper.EXPERIMENTS[n])
+        run_dir = out / "runs" / f"base={n}"
+        result = load(run_dir)
+        if f"base={n}" in outcome.run_wall_s:
+            walls[n] = outcome.run_wall_s[f"base={n}"]
+        timeline(result, run_dir / "timeline.png", title=paper.EXPERIMENTS[n])
         q, c = rows_for(n, result.metrics)
         quality += q
         cost += c
@@ -243,8 +265,10 @@ def main(args: argparse.Namespace) -> int:
             walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
     text = format_tables(quality, cost)
     print(text)
-    total = sum(walls.values())
-    print(f"\n{len(names)} experiments in {total:.0f} s wall; outputs in {out}")
+    print(
+        f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
+        f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
+    )
     (out / "repro.md").write_text(text + "\n", encoding="utf-8")
     (out / "repro.json").write_text(
         json.dumps({"quality": quality, "cost": cost, "wall_s": walls}, indent=2) + "\n",

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from tierscope.output import OutputError, safe_name
+from tierscope.plot import timeline_figure
 from tierscope.report.html import esc, figure, page, png, table
 
 #: Summary columns shown per monitor, in this order.
@@ -65,19 +66,7 @@ def run_report(d: Path) -> str:
     body.append(figure(fig, "monitor CPU per monitor"))
 
     body.append("<h2>Precision and recall per window</h2>")
-    fig = _figure(10, 5)
-    pa, ra = fig.subplots(2, 1, sharex=True)
-    for name, mon in result.monitors.items():
-        t = mon.windows["end_ns"].astype(float) / 1e9
-        pa.plot(t, mon.windows["precision"], label=name, linewidth=1)
-        ra.plot(t, mon.windows["recall"], label=name, linewidth=1)
-    pa.set_ylabel("precision")
-    ra.set_ylabel("recall")
-    ra.set_xlabel("time (s)")
-    for ax in (pa, ra):
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    pa.legend(fontsize="small", ncols=3, loc="lower right")
+    fig = timeline_figure(result, title="")
     body.append(figure(fig, "precision and recall per window"))
 
     body.append("<h2>Heatmaps: reported hot (top) against the truth (bottom)</h2>")

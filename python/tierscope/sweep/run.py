@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from tierscope.sweep.store import Store
 class SweepOutcome:
     """What a call to `run_sweep` did."""
 
+    #: Runs this call was to run (all of the sweep's, or those of `only`).
     runs: int
-    #: Runs already stored before this call (a resumed sweep).
+    #: Of those, runs already stored before this call (a resumed sweep).
     skipped: int
     done: int = 0
     failed: dict[str, str] = field(default_factory=dict)
@@ -42,18 +44,25 @@ def run_sweep(
     outputs: bool = False,
     progress: bool = True,
     source_name: str | None = None,
+    only: Collection[str] | None = None,
 ) -> SweepOutcome:
     """Runs every run of the sweep not yet in the store at `out`. `jobs`: runs at once on
     the local executor (0: one per core). `outputs`: also write each run's full outputs
     (metrics.json, heatmaps, damo records) to out/runs/<id>. Failed runs are reported in
-    the outcome and not stored, so a later call retries them."""
+    the outcome and not stored, so a later call retries them. `only`: run just these run
+    ids (the others stay pending)."""
     runs = expand_sweep(source, source_name=source_name)
     directory = Path(out)
     name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
     store = Store(directory, name, [{"id": r.id, "params": r.params} for r in runs])
     done = store.done()
-    pending = [r for r in runs if r.id not in done]
-    outcome = SweepOutcome(runs=len(runs), skipped=len(runs) - len(pending))
+    if only is not None:
+        unknown = sorted(set(only) - {r.id for r in runs})
+        if unknown:
+            raise ValueError(f"no run {unknown[0]!r} in the sweep")
+    selected = [r for r in runs if only is None or r.id in only]
+    pending = [r for r in selected if r.id not in done]
+    outcome = SweepOutcome(runs=len(selected), skipped=len(selected) - len(pending))
     t0 = time.monotonic()
     started: dict[str, float] = {}
     bar = ProgressBar(f"sweep {directory.name}") if progress and pending else None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope import _core
-from tierscope.experiment import Experiment, config_error
+from tierscope.experiment import Experiment, read_config_file
 
 #: How a dict sweep is named in error messages.
 DICT_SOURCE = "<sweep dict>"
@@ -49,12 +49,7 @@ def expand_sweep(
     else:
         path = Path(source)
         name = source_name or str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise config_error(name, f"cannot read the sweep file: {reason}") from None
-        fmt = "json" if path.suffix.lower() == ".json" else "toml"
+        text, fmt = read_config_file(path, name, "sweep")
         directory = path.resolve().parent
     return [
         SweepRun(
