@@ -70,7 +70,57 @@ struct AxisFile {
     name: Option<String>,
     path: Option<String>,
     paths: Option<Vec<String>>,
+    #[serde(default)]
     values: Vec<Value>,
+    /// Numbers from `from` to `to` (inclusive) in steps of `step` (one path only).
+    range: Option<RangeFile>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RangeFile {
+    from: f64,
+    to: f64,
+    #[serde(default = "one")]
+    step: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The values of a range: integers when `from` and `step` are, else floats rounded to 12
+/// decimals. The last value is `to` when a whole number of steps reaches it (within 1e-9
+/// of a step).
+fn range_values(r: RangeFile) -> Result<Vec<Value>, FieldError> {
+    if !(r.step > 0.0 && r.step.is_finite() && r.from.is_finite() && r.to.is_finite()) {
+        return Err(FieldError::new("range.step", "must be positive and finite"));
+    }
+    if r.to < r.from {
+        return Err(FieldError::new(
+            "range.to",
+            format!("is below from ({} < {})", r.to, r.from),
+        ));
+    }
+    let n = ((r.to - r.from) / r.step + 1e-9).floor() as u64 + 1;
+    if n > 100_000 {
+        return Err(FieldError::new(
+            "range",
+            format!("{n} values: more than 100000 steps"),
+        ));
+    }
+    let ints = r.from.fract() == 0.0 && r.step.fract() == 0.0;
+    Ok((0..n)
+        .map(|i| {
+            let x = r.from + i as f64 * r.step;
+            if ints {
+                Value::from(x as i64)
+            } else {
+                // Steps such as 0.1 accumulate binary rounding: keep 12 decimals.
+                Value::from((x * 1e12).round() / 1e12)
+            }
+        })
+        .collect())
 }
 
 /// One run of a sweep.
@@ -314,13 +364,27 @@ impl Axis {
                 ))
             }
         };
-        if a.values.is_empty() {
-            return Err(FieldError::new("values", "the list is empty"));
-        }
+        let listed = match (&a.range, a.values.is_empty()) {
+            (Some(_), false) => {
+                return Err(FieldError::new(
+                    "range",
+                    "give `values` or `range`, not both",
+                ))
+            }
+            (Some(_), true) if paths.len() > 1 => {
+                return Err(FieldError::new(
+                    "range",
+                    "a range sets one path (not zipped)",
+                ))
+            }
+            (Some(r), true) => range_values(*r)?,
+            (None, true) => return Err(FieldError::new("values", "the list is empty")),
+            (None, false) => a.values.clone(),
+        };
         let values = if paths.len() == 1 {
-            a.values.iter().map(|v| vec![v.clone()]).collect()
+            listed.iter().map(|v| vec![v.clone()]).collect()
         } else {
-            a.values
+            listed
                 .iter()
                 .enumerate()
                 .map(|(i, v)| match v {
@@ -708,5 +772,25 @@ values = ["stat", "kvm"]
             "{e}"
         );
         assert_eq!(expand("").unwrap()[0].id, "run");
+    }
+
+    #[test]
+    fn ranges_give_numbers() {
+        let runs = expand("[[axes]]\npath = \"workload.threads\"\nrange = { from = 1, to = 4 }\n")
+            .unwrap();
+        let t: Vec<u32> = runs.iter().map(|r| r.experiment.workload.threads).collect();
+        assert_eq!(t, [1, 2, 3, 4]);
+        assert_eq!(runs[0].id, "threads=1");
+        let runs = expand(
+            "[[axes]]\npath = \"monitors[bnd].flex_threshold.pud\"\nrange = { from = 0.05, to = 0.25, step = 0.1 }\n",
+        )
+        .unwrap();
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["pud=0.05", "pud=0.15", "pud=0.25"]);
+        let e = expand("[[axes]]\npath = \"seed\"\nrange = { from = 3, to = 1 }\n").unwrap_err();
+        assert_eq!(e.field, "axes[0].range.to", "{e}");
+        let e = expand("[[axes]]\npath = \"seed\"\nvalues = [1]\nrange = { from = 1, to = 2 }\n")
+            .unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
     }
 }
