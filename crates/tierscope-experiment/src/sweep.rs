@@ -16,6 +16,9 @@
 //! [[axes]]
 //! paths = ["machine.engine", "machine.page_size"]   # zipped: one value per path
 //! values = [["exact", "4KiB"], ["stat", "2MiB"]]
+//! [[axes]]
+//! path = "workload.threads"
+//! range = { from = 1, to = 4 }              # numbers: from, to (inclusive), step
 //! ```
 //! Runs are the cartesian product of the axes (the first outermost), seeds innermost. A
 //! run's id is `name=value` per axis and `seed=N`, joined by `,` (`"run"` with neither):
