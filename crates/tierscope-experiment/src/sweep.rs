@@ -19,6 +19,7 @@
 //! [[axes]]
 //! path = "workload.threads"
 //! range = { from = 1, to = 4 }              # numbers: from, to (inclusive), step
+//! # labels = ["one", ...]                   # optional: names for values in ids
 //! ```
 //! Runs are the cartesian product of the axes (the first outermost), seeds innermost. A
 //! run's id is `name=value` per axis and `seed=N`, joined by `,` (`"run"` with neither):
@@ -75,6 +76,9 @@ struct AxisFile {
     paths: Option<Vec<String>>,
     #[serde(default)]
     values: Vec<Value>,
+    /// One label per value, standing for it in run ids and parameters (for values too
+    /// large to name a run, such as a whole list of regions).
+    labels: Option<Vec<String>>,
     /// Numbers from `from` to `to` (inclusive) in steps of `step` (one path only).
     range: Option<RangeFile>,
 }
@@ -353,6 +357,7 @@ struct Axis {
     name: String,
     paths: Vec<String>,
     values: Vec<Vec<Value>>,
+    labels: Option<Vec<String>>,
 }
 
 impl Axis {
@@ -384,7 +389,7 @@ impl Axis {
             (None, true) => return Err(FieldError::new("values", "the list is empty")),
             (None, false) => a.values.clone(),
         };
-        let values = if paths.len() == 1 {
+        let values: Vec<Vec<Value>> = if paths.len() == 1 {
             listed.iter().map(|v| vec![v.clone()]).collect()
         } else {
             listed
@@ -410,15 +415,34 @@ impl Axis {
             .name
             .clone()
             .unwrap_or_else(|| paths.iter().map(|p| last(p)).collect::<Vec<_>>().join("+"));
+        if let Some(l) = &a.labels {
+            if l.len() != values.len() {
+                return Err(FieldError::new(
+                    "labels",
+                    format!("{} labels for {} values", l.len(), values.len()),
+                ));
+            }
+            if let Some(d) = l.iter().enumerate().find(|(i, x)| l[..*i].contains(x)) {
+                return Err(FieldError::new(
+                    format!("labels[{}]", d.0),
+                    format!("`{}` is used twice", d.1),
+                ));
+            }
+        }
         Ok(Axis {
             name,
             paths,
             values,
+            labels: a.labels.clone(),
         })
     }
 
-    /// The value of step `i` as a parameter: the value, or the list of zipped values.
+    /// The value of step `i` as a parameter: its label, the value, or the list of zipped
+    /// values.
     fn param(&self, i: usize) -> Value {
+        if let Some(l) = &self.labels {
+            return Value::String(l[i].clone());
+        }
         match self.values[i].as_slice() {
             [v] => v.clone(),
             row => Value::Array(row.to_vec()),
@@ -775,6 +799,17 @@ values = ["stat", "kvm"]
             "{e}"
         );
         assert_eq!(expand("").unwrap()[0].id, "run");
+    }
+
+    #[test]
+    fn labels_name_large_values() {
+        let sweep = "[[axes]]\npath = \"workload.regions\"\nname = \"layout\"\nlabels = [\"small\", \"big\"]\nvalues = [[{ name = \"a\", size = \"64MiB\" }], [{ name = \"a\", size = \"1GiB\" }]]\n";
+        let runs = expand(sweep).unwrap();
+        assert_eq!(runs[1].id, "layout=big");
+        assert_eq!(runs[1].params[0].1, Value::String("big".into()));
+        assert_eq!(runs[1].experiment.workload.spec.total_size(), 1 << 30);
+        let e = expand(&sweep.replace("\"big\"", "\"small\"")).unwrap_err();
+        assert_eq!(e.field, "axes[0].labels[1]", "{e}");
     }
 
     #[test]
