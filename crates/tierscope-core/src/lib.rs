@@ -6,8 +6,10 @@ pub mod addr;
 pub mod cost;
 pub mod error;
 pub mod machine;
+pub mod placement;
 pub mod rng;
 pub mod snapshot;
+pub mod tiers;
 pub mod units;
 pub mod workload;
 
@@ -18,5 +20,7 @@ pub use machine::{
     BlockIntervals, Capabilities, Capability, Engine, Flush, Machine, MachineStats, Monitor, Pmu,
     PmuEvent, PmuSample, WriteLog,
 };
+pub use placement::Placement;
 pub use snapshot::{Intervals, RegionReport, Snapshot};
+pub use tiers::{TierSpec, TierTraffic, Tiers};
 pub use units::Nanos;

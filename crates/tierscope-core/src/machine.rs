@@ -9,6 +9,7 @@
 use crate::addr::{AddrRange, Level, Mapping, Paging};
 use crate::cost::CostCounters;
 use crate::snapshot::{Intervals, Snapshot};
+use crate::tiers::Tiers;
 use crate::units::Nanos;
 
 /// Which translations a flush drops, with Linux's semantics.
@@ -49,16 +50,19 @@ pub enum Capability {
     Pmu,
     /// A log of the pages the workload wrote ([`WriteLog`]: KVM's dirty log, PML).
     WriteLog,
+    /// Memory tiers with a placement a policy can change ([`Tiers`]).
+    Tiers,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 2] = [Capability::Pmu, Capability::WriteLog];
+    pub const ALL: [Capability; 3] = [Capability::Pmu, Capability::WriteLog, Capability::Tiers];
 
     /// The name used in configs, errors and the Python API.
     pub const fn name(self) -> &'static str {
         match self {
             Capability::Pmu => "pmu",
             Capability::WriteLog => "write_log",
+            Capability::Tiers => "tiers",
         }
     }
 
@@ -67,6 +71,7 @@ impl Capability {
         match self {
             Capability::Pmu => "a PEBS-like PMU sampler",
             Capability::WriteLog => "a write log (PML / KVM dirty log)",
+            Capability::Tiers => "memory tiers with a page placement",
         }
     }
 
@@ -90,6 +95,11 @@ impl Capabilities {
             i += 1;
         }
         Capabilities(bits)
+    }
+
+    /// Both sets together.
+    pub const fn with(self, other: Capabilities) -> Capabilities {
+        Capabilities(self.0 | other.0)
     }
 
     pub const fn contains(self, c: Capability) -> bool {
@@ -177,6 +187,11 @@ pub trait Machine {
 
     /// The write log, when the machine keeps one ([`Capability::WriteLog`]).
     fn write_log(&mut self) -> Option<&mut dyn WriteLog> {
+        None
+    }
+
+    /// The memory tiers, when the machine models them ([`Capability::Tiers`]).
+    fn tiers(&mut self) -> Option<&mut dyn Tiers> {
         None
     }
 
