@@ -1,0 +1,13 @@
+//! Acting on telemetry: tiering policies turn snapshots into moves, the migration engine
+//! carries them out on a machine's tiers with their costs, and the performance model turns
+//! per-tier traffic into application time (docs/TIERING.md).
+
+pub mod migration;
+pub mod perf;
+pub mod policy;
+pub mod registry;
+
+pub use migration::{MigrationConfig, MigrationStats, Migrator, Move};
+pub use perf::{window_time, AppModel, WindowPerf};
+pub use policy::{Policy, View};
+pub use registry::{Feed, PolicyConfig, POLICIES};

@@ -1,0 +1,119 @@
+//! Tiering policies: each turns what its monitor reports into moves. One file per policy,
+//! its config beside it; [`crate::registry`] names them all.
+
+pub mod damos;
+pub mod fixed;
+pub mod oracle;
+pub mod telescope_rule;
+
+use crate::migration::Move;
+use tierscope_core::tiers::TierSpec;
+use tierscope_core::{AddrRange, Nanos, Placement, RegionReport, Snapshot};
+
+/// What a policy sees when it acts.
+pub struct View<'a> {
+    pub now: Nanos,
+    pub tiers: &'a [TierSpec],
+    pub placement: &'a Placement,
+}
+
+impl View<'_> {
+    /// Bytes of `r` not on `tier`.
+    pub fn bytes_off(&self, r: AddrRange, tier: u8) -> u64 {
+        let mut n = 0;
+        self.placement.runs(r, |run, t| {
+            if t != tier {
+                n += run.len();
+            }
+        });
+        n
+    }
+
+    /// Bytes of `r` on `tier`.
+    pub fn bytes_on(&self, r: AddrRange, tier: u8) -> u64 {
+        r.overlap(&self.placement.range()) - self.bytes_off(r, tier)
+    }
+
+    /// Free bytes of `tier`.
+    pub fn room(&self, tier: u8) -> u64 {
+        self.tiers[tier as usize]
+            .capacity
+            .saturating_sub(self.placement.bytes_on(tier))
+    }
+
+    pub fn slowest(&self) -> u8 {
+        (self.tiers.len() - 1) as u8
+    }
+}
+
+/// A tiering policy. It learns only through the snapshots it is given (and, for the
+/// oracle, the coming window's truth, which the runner hands it as a snapshot).
+pub trait Policy: Send {
+    /// A snapshot from the monitor feeding it.
+    fn observe(&mut self, snapshot: &Snapshot);
+
+    /// When it next wants to act (`Nanos::MAX`: not until the next snapshot).
+    fn next_action(&self) -> Nanos;
+
+    /// Decides moves at `view.now`; the migration engine carries them out in order.
+    fn act(&mut self, view: &View, out: &mut Vec<Move>);
+}
+
+/// Promotes `hot` (in order) to tier 0 up to `budget` bytes, first demoting regions of
+/// `cold` (in order) to the slowest tier to make room. Moves go to `out`, demotions first.
+pub fn promote_with_room(
+    view: &View,
+    hot: &[RegionReport],
+    cold: &[RegionReport],
+    budget: u64,
+    out: &mut Vec<Move>,
+) {
+    let mut promote = vec![];
+    let mut need = 0u64;
+    for r in hot {
+        if need >= budget {
+            break;
+        }
+        let range = AddrRange::new(r.start, r.end);
+        let off = view.bytes_off(range, 0);
+        if off == 0 {
+            continue;
+        }
+        need += off.min(budget - need);
+        promote.push(range);
+    }
+    let mut room = view.room(0);
+    let slow = view.slowest();
+    for r in cold {
+        if room >= need {
+            break;
+        }
+        let range = AddrRange::new(r.start, r.end);
+        let on = view.bytes_on(range, 0);
+        if on == 0 {
+            continue;
+        }
+        room += on;
+        out.push(Move { range, to: slow });
+    }
+    let mut left = need.min(room);
+    for range in promote {
+        if left == 0 {
+            break;
+        }
+        let off = view.bytes_off(range, 0);
+        // Trim the last region to what is left (from its start: the migration engine
+        // skips the parts already fast).
+        let take = off.min(left);
+        let end = if take == off {
+            range.end
+        } else {
+            (range.start + take).next_multiple_of(4096).min(range.end)
+        };
+        out.push(Move {
+            range: AddrRange::new(range.start, end),
+            to: 0,
+        });
+        left -= take;
+    }
+}

@@ -1,0 +1,180 @@
+//! Telescope's tiering rule (paper section 6.3): after each aggregation window, a region
+//! is hot when its access count exceeds 5; regions of 4 GB or more are skipped; hot
+//! regions move to the fast tier hottest first, at most 10 GB per window. The paper does
+//! not say how room is made when the fast tier is full; we demote the regions the same
+//! snapshot reports coldest (fewest accesses, then oldest), only as much as the
+//! promotions need (docs/TIERING.md).
+
+use super::{promote_with_room, Policy, View};
+use crate::migration::Move;
+use tierscope_core::units::Size;
+use tierscope_core::{FieldError, Nanos, Snapshot};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelescopeRuleConfig {
+    /// A region is hot when its count is above this.
+    pub min_count: u32,
+    /// Regions this large or larger are never promoted.
+    pub max_region: Size,
+    /// Bytes promoted per window at most.
+    pub max_per_window: Size,
+}
+
+impl Default for TelescopeRuleConfig {
+    fn default() -> Self {
+        TelescopeRuleConfig {
+            min_count: 5,
+            max_region: Size(4_000_000_000),
+            max_per_window: Size(10_000_000_000),
+        }
+    }
+}
+
+impl TelescopeRuleConfig {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.max_region.0 == 0 || self.max_per_window.0 == 0 {
+            return Err(FieldError::new(
+                "max_region",
+                "max_region and max_per_window must be positive",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn build(&self) -> TelescopeRule {
+        TelescopeRule {
+            config: self.clone(),
+            pending: None,
+        }
+    }
+}
+
+pub struct TelescopeRule {
+    config: TelescopeRuleConfig,
+    pending: Option<Snapshot>,
+}
+
+impl Policy for TelescopeRule {
+    fn observe(&mut self, snapshot: &Snapshot) {
+        self.pending = Some(snapshot.clone());
+    }
+
+    fn next_action(&self) -> Nanos {
+        if self.pending.is_some() {
+            0
+        } else {
+            Nanos::MAX
+        }
+    }
+
+    fn act(&mut self, view: &View, out: &mut Vec<Move>) {
+        let Some(s) = self.pending.take() else {
+            return;
+        };
+        let c = &self.config;
+        let mut hot: Vec<_> = s
+            .regions
+            .iter()
+            .filter(|r| r.nr_accesses > c.min_count && r.end - r.start < c.max_region.0)
+            .copied()
+            .collect();
+        hot.sort_by(|a, b| {
+            b.nr_accesses
+                .cmp(&a.nr_accesses)
+                .then(a.start.cmp(&b.start))
+        });
+        let mut cold: Vec<_> = s
+            .regions
+            .iter()
+            .filter(|r| r.nr_accesses <= c.min_count)
+            .copied()
+            .collect();
+        cold.sort_by(|a, b| {
+            a.nr_accesses
+                .cmp(&b.nr_accesses)
+                .then(b.age.cmp(&a.age))
+                .then(a.start.cmp(&b.start))
+        });
+        promote_with_room(view, &hot, &cold, c.max_per_window.0, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::tiers::TierSpec;
+    use tierscope_core::{AddrRange, Placement, RegionReport};
+
+    fn tiers(fast: u64) -> Vec<TierSpec> {
+        let t = |capacity| TierSpec {
+            name: "t".into(),
+            capacity,
+            latency_ns: 1.0,
+            bandwidth: 1.0,
+            queueing: 0.0,
+        };
+        vec![t(fast), t(u64::MAX)]
+    }
+
+    fn region(start: u64, mib: u64, nr_accesses: u32) -> RegionReport {
+        RegionReport {
+            start,
+            end: start + (mib << 20),
+            nr_accesses,
+            age: 0,
+        }
+    }
+
+    #[test]
+    fn promotes_hot_small_regions_hottest_first_and_demotes_cold_for_room() {
+        let base = 1u64 << 40;
+        let heap = AddrRange::new(base, base + (64 << 20));
+        // Fast tier of 16 MiB holding the first 16 MiB (cold).
+        let mut placement = Placement::new(heap, 1, 2);
+        placement.set(AddrRange::new(base, base + (16 << 20)), 0);
+        let tiers = tiers(16 << 20);
+        let view = View {
+            now: 0,
+            tiers: &tiers,
+            placement: &placement,
+        };
+        let mut rule = TelescopeRuleConfig {
+            max_region: Size(32 << 20),
+            ..Default::default()
+        }
+        .build();
+        rule.observe(&Snapshot {
+            start: 0,
+            end: 1,
+            regions: vec![
+                region(base, 16, 0),
+                region(base + (16 << 20), 8, 6),
+                region(base + (24 << 20), 8, 20),
+                region(base + (32 << 20), 32, 30), // too large: skipped
+            ],
+        });
+        assert_eq!(rule.next_action(), 0);
+        let mut out = vec![];
+        rule.act(&view, &mut out);
+        assert_eq!(rule.next_action(), Nanos::MAX);
+        let mib = |m: u64| base + (m << 20);
+        assert_eq!(
+            out,
+            vec![
+                Move {
+                    range: AddrRange::new(mib(0), mib(16)),
+                    to: 1
+                },
+                Move {
+                    range: AddrRange::new(mib(24), mib(32)),
+                    to: 0
+                },
+                Move {
+                    range: AddrRange::new(mib(16), mib(24)),
+                    to: 0
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! The one registry of tiering policies, by `type` tag. Adding a policy: a file in
+//! `policy/` (config + `impl Policy`), `pub mod` in policy/mod.rs, one arm in each match
+//! below and one line in [`POLICIES`].
+
+use crate::policy::damos::DamosConfig;
+use crate::policy::fixed::Fixed;
+use crate::policy::oracle::Oracle;
+use crate::policy::telescope_rule::TelescopeRuleConfig;
+use crate::policy::Policy;
+use serde::{Deserialize, Serialize};
+use tierscope_core::{FieldError, Intervals};
+
+/// What feeds a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// The snapshots of a monitor of accesses (every monitor except write logs): the
+    /// policy runs once per such monitor, a grid.
+    Accesses,
+    /// The coming window's truth, migrations free (the oracle): runs once.
+    Lookahead,
+    /// Nothing (static placement): runs once.
+    Nothing,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum PolicyConfig {
+    TelescopeRule(TelescopeRuleConfig),
+    Damos(DamosConfig),
+    Oracle {},
+    Static {},
+}
+
+/// Every policy: tag and one line of help.
+pub const POLICIES: &[(&str, &str)] = &[
+    (
+        "telescope-rule",
+        "Telescope section 6.3: count > 5, skip regions >= 4 GB, hottest first, 10 GB per window",
+    ),
+    (
+        "damos",
+        "DAMOS migrate_hot / migrate_cold schemes, as tables or a damo command line",
+    ),
+    (
+        "oracle",
+        "the coming window's hot blocks on the fast tier, free migration (an upper bound)",
+    ),
+    ("static", "the initial placement, never migrated"),
+];
+
+impl PolicyConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PolicyConfig::TelescopeRule(_) => "telescope-rule",
+            PolicyConfig::Damos(_) => "damos",
+            PolicyConfig::Oracle {} => "oracle",
+            PolicyConfig::Static {} => "static",
+        }
+    }
+
+    /// The default configuration of the policy called `kind`.
+    pub fn named(kind: &str) -> Option<PolicyConfig> {
+        Some(match kind {
+            "telescope-rule" => PolicyConfig::TelescopeRule(Default::default()),
+            "oracle" => PolicyConfig::Oracle {},
+            "static" => PolicyConfig::Static {},
+            _ => return None,
+        })
+    }
+
+    pub fn feed(&self) -> Feed {
+        match self {
+            PolicyConfig::TelescopeRule(_) | PolicyConfig::Damos(_) => Feed::Accesses,
+            PolicyConfig::Oracle {} => Feed::Lookahead,
+            PolicyConfig::Static {} => Feed::Nothing,
+        }
+    }
+
+    /// Range checks against a machine of `tiers` tiers; field paths relative to the
+    /// policy's table.
+    pub fn validate(&self, tiers: usize) -> Result<(), FieldError> {
+        match self {
+            PolicyConfig::TelescopeRule(c) => c.validate(),
+            PolicyConfig::Damos(c) => c.validate(tiers),
+            PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
+        }
+    }
+
+    /// The policy, fed by a monitor running at `intervals` (the oracle's and the static
+    /// policy's are ignored).
+    pub fn build(&self, intervals: Intervals) -> Box<dyn Policy> {
+        match self {
+            PolicyConfig::TelescopeRule(c) => Box::new(c.build()),
+            PolicyConfig::Damos(c) => Box::new(c.build(intervals)),
+            PolicyConfig::Oracle {} => Box::new(Oracle::new()),
+            PolicyConfig::Static {} => Box::new(Fixed),
+        }
+    }
+}
