@@ -104,9 +104,13 @@ fn run(
     flush: bool,
     probes: usize,
 ) -> Outcome {
-    let mut engine =
-        tierscope_sim::build_engine(tierscope_sim::SimEngine::Exact, &exp.machine.sim(), params)
-            .expect("engine");
+    let mut engine = tierscope_sim::build_engine(
+        tierscope_sim::SimEngine::Exact,
+        &exp.machine.sim(),
+        params,
+        None,
+    )
+    .expect("engine");
     let hot = engine
         .as_machine()
         .mappings()

@@ -6,12 +6,14 @@ use crate::layout::{lay_out, Layout};
 use crate::mmu::Mmu;
 use crate::page_table::PageTable;
 use crate::stream::AccessStream;
+use crate::tiers::TierState;
 use crate::truth::TruthRecorder;
 use crate::WorkloadParams;
 use tierscope_core::rng::Rng;
+use tierscope_core::tiers::TierSetup;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    Nanos, Paging, Pmu, PmuEvent, PmuSample,
+    Nanos, Paging, Pmu, PmuEvent, PmuSample, Tiers,
 };
 
 /// Accesses one thread issues before the next thread takes its turn.
@@ -59,6 +61,7 @@ pub struct ExactEngine {
     layout: Layout,
     streams: Vec<AccessStream>,
     truth: TruthRecorder,
+    tiers: Option<TierState>,
     now: Nanos,
     cost: CostCounters,
 }
@@ -95,16 +98,22 @@ impl ExactEngine {
             layout,
             streams,
             truth,
+            tiers: None,
             now: 0,
             cost: CostCounters::default(),
         })
+    }
+
+    /// Gives the machine memory tiers, placed as `setup` says.
+    pub fn set_tiers(&mut self, setup: &TierSetup) {
+        self.tiers = Some(TierState::new(setup, self.layout.heap));
     }
 
     /// One thread, no PMU: the fast path. Accesses are generated PREFETCH_DISTANCE ahead
     /// of their execution and the line holding their leaf bits is prefetched (the walk is
     /// otherwise bound by cache misses). Order and results are unchanged.
     fn advance_single(&mut self, target: u64) {
-        let (mmu, truth) = (&mut self.mmu, &mut self.truth);
+        let (mmu, truth, mut tiers) = (&mut self.mmu, &mut self.truth, self.tiers.as_mut());
         let mut ring = [(0u64, false); PREFETCH_DISTANCE];
         let mut filled = 0usize;
         let mut head = 0usize;
@@ -113,6 +122,9 @@ impl ExactEngine {
                 let (old_va, old_w) = ring[head];
                 mmu.access(0, old_va, old_w);
                 truth.record(old_va);
+                if let Some(t) = tiers.as_deref_mut() {
+                    t.record(old_va, old_w);
+                }
             } else {
                 filled += 1;
             }
@@ -124,6 +136,9 @@ impl ExactEngine {
             let (va, w) = ring[(head + PREFETCH_DISTANCE - filled + k) % PREFETCH_DISTANCE];
             mmu.access(0, va, w);
             truth.record(va);
+            if let Some(t) = tiers.as_deref_mut() {
+                t.record(va, w);
+            }
         }
     }
 
@@ -131,6 +146,7 @@ impl ExactEngine {
     /// PMU, every qualifying access counts down its core's counter.
     fn advance_threads(&mut self, target: u64, mut pmu: Option<&mut [Counter]>) {
         let (mmu, truth, samples) = (&mut self.mmu, &mut self.truth, &mut self.pmu.samples);
+        let mut tiers = self.tiers.as_mut();
         let rate = self.streams[0].rate();
         while self.streams[0].issued() < target {
             let step = (self.streams[0].issued() + INTERLEAVE).min(target);
@@ -140,6 +156,9 @@ impl ExactEngine {
                 s.run(step, |va, w| {
                     mmu.access(core, va, w);
                     truth.record(va);
+                    if let Some(t) = tiers.as_deref_mut() {
+                        t.record(va, w);
+                    }
                     if let Some(c) = counter.as_deref_mut() {
                         let counts = match c.event {
                             PmuEvent::LoadsAndStores => true,
@@ -237,6 +256,10 @@ impl Machine for ExactEngine {
 
     fn pmu(&mut self) -> Option<&mut dyn Pmu> {
         Some(&mut self.pmu)
+    }
+
+    fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+        self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
     }
 
     fn cost(&self) -> &CostCounters {

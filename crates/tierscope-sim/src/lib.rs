@@ -10,9 +10,11 @@ pub mod mmu;
 pub mod page_table;
 pub mod stat;
 pub mod stream;
+pub mod tiers;
 pub mod truth;
 
 use config::SimMachine;
+use tierscope_core::tiers::TierSetup;
 use tierscope_core::workload::WorkloadSpec;
 use tierscope_core::Engine;
 
@@ -39,14 +41,27 @@ pub enum SimEngine {
     Stat,
 }
 
-/// Builds a simulated engine.
+/// Builds a simulated engine, with memory tiers when `tiers` is given.
 pub fn build_engine(
     kind: SimEngine,
     machine: &SimMachine,
     params: &WorkloadParams,
+    tiers: Option<&TierSetup>,
 ) -> Result<Box<dyn Engine>, String> {
-    match kind {
-        SimEngine::Exact => Ok(Box::new(exact::ExactEngine::new(machine, params)?)),
-        SimEngine::Stat => Ok(Box::new(stat::StatEngine::new(machine, params)?)),
-    }
+    Ok(match kind {
+        SimEngine::Exact => {
+            let mut e = exact::ExactEngine::new(machine, params)?;
+            if let Some(t) = tiers {
+                e.set_tiers(t);
+            }
+            Box::new(e)
+        }
+        SimEngine::Stat => {
+            let mut e = stat::StatEngine::new(machine, params)?;
+            if let Some(t) = tiers {
+                e.set_tiers(t);
+            }
+            Box::new(e)
+        }
+    })
 }

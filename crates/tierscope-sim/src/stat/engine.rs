@@ -13,9 +13,11 @@ use super::pmu::Pmu;
 use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
+use crate::tiers::TierState;
 use crate::WorkloadParams;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::{mix64, Rng};
+use tierscope_core::tiers::{TierSetup, Tiers};
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
     Nanos, Paging,
@@ -42,6 +44,9 @@ pub struct StatEngine {
     stats: MachineStats,
     /// Accesses of each thread already folded into `stats`.
     stats_done: u64,
+    tiers: Option<TierState>,
+    /// Accesses of each thread already counted in the tiers' traffic.
+    tiers_done: u64,
 }
 
 /// A uniform draw in [0, 1) from a hash.
@@ -87,7 +92,14 @@ impl StatEngine {
             pmu: Pmu::new(params.threads as usize, params.seed),
             stats: MachineStats::default(),
             stats_done: 0,
+            tiers: None,
+            tiers_done: 0,
         })
+    }
+
+    /// Gives the machine memory tiers, placed as `setup` says.
+    pub fn set_tiers(&mut self, setup: &TierSetup) {
+        self.tiers = Some(TierState::new(setup, self.layout.heap));
     }
 
     /// Bytes of per-entry state (for memory reports).
@@ -305,6 +317,10 @@ impl Machine for StatEngine {
         Some(&mut self.pmu)
     }
 
+    fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+        self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
+    }
+
     fn cost(&self) -> &CostCounters {
         &self.cost
     }
@@ -325,6 +341,10 @@ impl Engine for StatEngine {
         }
         self.pmu.run(&self.workload, &self.schedules, target);
         self.update_stats(target);
+        if let Some(tiers) = &mut self.tiers {
+            tiers.account_segments(&self.workload, &self.schedules, self.tiers_done, target);
+            self.tiers_done = target;
+        }
         self.now = t;
     }
 

@@ -1,0 +1,154 @@
+//! The [`Tiers`] capability of the simulated engines: the tier specs, the placement of the
+//! heap, and the traffic each tier served. The exact engine records every access's tier
+//! ([`TierState::record`]); the statistical engine computes expected traffic from its
+//! batch segments and the patterns' densities over the placement's runs
+//! ([`TierState::account_segments`]), with no per-access work.
+
+use crate::stat::density::{Schedule, Workload};
+use tierscope_core::tiers::{TierSetup, TierSpec, TierTraffic, Tiers};
+use tierscope_core::workload::PatternKind;
+use tierscope_core::{AddrRange, Placement};
+
+#[derive(Debug, Clone)]
+pub struct TierState {
+    specs: Vec<TierSpec>,
+    pub placement: Placement,
+    traffic: Vec<TierTraffic>,
+    /// Bumped by every placement change (the statistical engine caches per-pattern tier
+    /// shares against it).
+    version: u64,
+    /// Per pattern: (version, share of its accesses on each tier), random patterns only.
+    shares: Vec<(u64, Vec<f64>)>,
+}
+
+impl TierState {
+    pub fn new(setup: &TierSetup, heap: AddrRange) -> Self {
+        TierState {
+            specs: setup.tiers.clone(),
+            placement: setup.initial_placement(heap),
+            traffic: vec![TierTraffic::default(); setup.tiers.len()],
+            version: 0,
+            shares: vec![],
+        }
+    }
+
+    /// One executed access (exact engine).
+    #[inline(always)]
+    pub fn record(&mut self, va: u64, write: bool) {
+        let t = &mut self.traffic[self.placement.tier_of(va) as usize];
+        if write {
+            t.writes += 1.0;
+        } else {
+            t.reads += 1.0;
+        }
+    }
+
+    /// Bytes of `spans` on each tier, added to `out`.
+    fn bytes_by_tier(&self, spans: &[AddrRange], out: &mut [f64]) {
+        for &s in spans {
+            self.placement
+                .runs(s, |run, t| out[t as usize] += run.len() as f64);
+        }
+    }
+
+    /// Share of a random pattern's accesses on each tier, by its density over the runs.
+    fn random_shares(&mut self, w: &Workload, pattern: usize) -> &[f64] {
+        if self.shares.len() < w.patterns.len() {
+            self.shares = vec![(u64::MAX, vec![]); w.patterns.len()];
+        }
+        if self.shares[pattern].0 != self.version {
+            let p = &w.patterns[pattern];
+            let mut share = vec![0.0; self.specs.len()];
+            self.placement
+                .runs(p.region, |run, t| share[t as usize] += p.mass(run));
+            let total: f64 = share.iter().sum();
+            if total > 0.0 {
+                share.iter_mut().for_each(|s| *s /= total);
+            }
+            self.shares[pattern] = (self.version, share);
+        }
+        &self.shares[pattern].1
+    }
+
+    /// Expected traffic of accesses `[ia, ib)` of every thread (statistical engine).
+    pub fn account_segments(&mut self, w: &Workload, schedules: &[Schedule], ia: u64, ib: u64) {
+        let n_tiers = self.specs.len();
+        let mut add = vec![TierTraffic::default(); n_tiers];
+        let mut bytes = vec![0.0; n_tiers];
+        for s in schedules {
+            let mut si = s.find(ia);
+            while si < s.segments.len() && s.segments[si].first < ib {
+                let seg = s.segments[si];
+                si += 1;
+                let (x, y) = (seg.first.max(ia), seg.end().min(ib));
+                if y <= x {
+                    continue;
+                }
+                let n = (y - x) as f64;
+                let p = &w.patterns[seg.pattern as usize];
+                let store = p.store_share();
+                let share: Vec<f64> = if p.kind == PatternKind::Sequential {
+                    bytes.iter_mut().for_each(|b| *b = 0.0);
+                    let size = p.region.len();
+                    let start = (seg.offset as u128 + (x - seg.first) as u128 * p.stride as u128)
+                        % size as u128;
+                    let swept = (y - x) as u128 * p.stride.max(1) as u128;
+                    let laps = swept / size as u128;
+                    let rem = (swept % size as u128) as u64;
+                    if laps > 0 {
+                        self.bytes_by_tier(&[p.region], &mut bytes);
+                        bytes.iter_mut().for_each(|b| *b *= laps as f64);
+                    }
+                    let o = start as u64;
+                    let spans = if o + rem <= size {
+                        vec![AddrRange::new(p.region.start + o, p.region.start + o + rem)]
+                    } else {
+                        vec![
+                            AddrRange::new(p.region.start + o, p.region.end),
+                            AddrRange::new(p.region.start, p.region.start + o + rem - size),
+                        ]
+                    };
+                    self.bytes_by_tier(&spans, &mut bytes);
+                    let total: f64 = bytes.iter().sum();
+                    bytes.iter().map(|b| b / total.max(1.0)).collect()
+                } else {
+                    self.random_shares(w, seg.pattern as usize).to_vec()
+                };
+                for (a, sh) in add.iter_mut().zip(&share) {
+                    a.reads += n * sh * (1.0 - store);
+                    a.writes += n * sh * store;
+                }
+            }
+        }
+        for (t, a) in self.traffic.iter_mut().zip(&add) {
+            t.reads += a.reads;
+            t.writes += a.writes;
+        }
+    }
+}
+
+impl Tiers for TierState {
+    fn specs(&self) -> &[TierSpec] {
+        &self.specs
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    fn place(&mut self, r: AddrRange, tier: u8) -> u64 {
+        let changed = self.placement.set(r, tier);
+        if changed > 0 {
+            self.version += 1;
+        }
+        changed
+    }
+
+    fn take_traffic(&mut self, out: &mut [TierTraffic]) {
+        for (o, t) in out.iter_mut().zip(&mut self.traffic) {
+            o.reads += t.reads;
+            o.writes += t.writes;
+            *t = TierTraffic::default();
+        }
+    }
+}
