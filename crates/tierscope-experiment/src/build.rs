@@ -47,7 +47,13 @@ pub fn engine(
             block_size: exp.block_size,
             truth_threshold: exp.truth_threshold,
         };
-        tierscope_sim::build_engine(kind, &exp.machine.sim(), &params).map_err(RunError::Engine)
+        let tiers = exp
+            .tiering
+            .as_ref()
+            .filter(|_| needs.contains(Capability::Tiers))
+            .map(|t| &t.setup);
+        tierscope_sim::build_engine(kind, &exp.machine.sim(), &params, tiers)
+            .map_err(RunError::Engine)
     };
     match exp.machine.engine {
         EngineKind::Exact => sim(SimEngine::Exact),

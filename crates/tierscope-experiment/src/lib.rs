@@ -8,7 +8,9 @@ pub mod impact;
 pub mod result;
 pub mod run;
 pub mod sweep;
+pub mod tiering_run;
 
 pub use config::{parse_experiment, ConfigError, Experiment, Format};
 pub use result::{MonitorRun, Progress, RunResult, Summary, WindowMetrics};
 pub use run::{run_experiment, RunError};
+pub use tiering_run::{PolicyRun, TierSummary, TierWindow};

@@ -81,6 +81,8 @@ pub struct RunResult {
     pub heap: AddrRange,
     pub mappings: Vec<Mapping>,
     pub monitors: Vec<MonitorRun>,
+    /// Tiering policy runs (empty without `[tiering]`).
+    pub policies: Vec<crate::tiering_run::PolicyRun>,
 }
 
 /// Shared between a run and whoever watches it: progress per monitor and a cancel flag.
@@ -100,14 +102,26 @@ impl Progress {
         }
     }
 
+    /// One slot per run of `exp`: its monitors, then its tiering policy runs.
+    pub fn for_experiment(exp: &crate::Experiment) -> Self {
+        Progress::new(
+            exp.monitors.len() + crate::tiering_run::jobs(exp).len(),
+            exp.duration_ns,
+        )
+    }
+
     /// Simulated nanoseconds done, summed over monitors, and the total to do.
     pub fn fraction(&self) -> (u64, u64) {
         let done = self.done_ns.iter().map(|d| d.load(Ordering::Relaxed)).sum();
         (done, self.total_ns * self.done_ns.len() as u64)
     }
 
-    pub fn set(&self, monitor: usize, now_ns: u64) {
-        self.done_ns[monitor].store(now_ns, Ordering::Relaxed);
+    /// Progress of run `index` (monitors first, then tiering policy runs; indices beyond
+    /// the runs the watcher counts are ignored).
+    pub fn set(&self, index: usize, now_ns: u64) {
+        if let Some(d) = self.done_ns.get(index) {
+            d.store(now_ns, Ordering::Relaxed);
+        }
     }
 
     pub fn cancel(&self) {

@@ -5,6 +5,7 @@ use crate::config::Experiment;
 use crate::evaluate;
 use crate::impact::{self, ImpactModel};
 use crate::result::{MonitorRun, Progress, RunResult};
+use crate::tiering_run::PolicyRun;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tierscope_core::{AddrRange, Capabilities, MachineStats, Mapping};
@@ -53,7 +54,9 @@ pub fn run_experiment(
     crate::build::check_available(exp)?;
     let real = exp.machine.engine.is_real();
     let baseline_job = !real && exp.monitors.iter().any(|m| m.config.flushes());
-    let jobs = n + baseline_job as usize;
+    let policy_jobs = crate::tiering_run::jobs(exp);
+    let first_policy = n + baseline_job as usize;
+    let jobs = first_policy + policy_jobs.len();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let threads = if real {
         1
@@ -67,12 +70,25 @@ pub fn run_experiment(
     let slots: Mutex<Vec<Option<Result<OneRun, RunError>>>> =
         Mutex::new((0..n).map(|_| None).collect());
     let baseline: Mutex<Option<Result<MachineStats, RunError>>> = Mutex::new(None);
+    let policy_slots: Mutex<Vec<Option<Result<PolicyRun, RunError>>>> =
+        Mutex::new(policy_jobs.iter().map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= jobs {
                     break;
+                }
+                if i >= first_policy {
+                    let k = i - first_policy;
+                    let r = crate::tiering_run::run_policy(exp, policy_jobs[k], progress, n + k);
+                    if r.is_err() {
+                        progress.cancel();
+                    }
+                    policy_slots
+                        .lock()
+                        .expect("no panics while holding the lock")[k] = Some(r);
+                    continue;
                 }
                 if i == n {
                     let r = run_baseline(exp, progress);
@@ -109,6 +125,11 @@ pub fn run_experiment(
         );
         m.summary.app_slowdown = m.impact.total;
     }
+    let mut policies = vec![];
+    for slot in policy_slots.into_inner().expect("threads joined") {
+        policies.push(slot.expect("every policy ran")?);
+    }
+    crate::tiering_run::set_oracle_gaps(&mut policies);
     let heap = runs[0].heap;
     let mappings = runs[0].mappings.clone();
     Ok(RunResult {
@@ -117,6 +138,7 @@ pub fn run_experiment(
         heap,
         mappings,
         monitors: runs.into_iter().map(|r| r.run).collect(),
+        policies,
     })
 }
 

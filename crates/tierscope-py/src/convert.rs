@@ -14,8 +14,12 @@
 //!                              "cycles"},
 //!                "snapshots": {"offsets", "start_ns", "end_ns",
 //!                              "start", "end", "nr_accesses", "age"},
-//!                "truth":     {"offsets", "start", "end"}}]}
+//!                "truth":     {"offsets", "start", "end"}}],
+//!  "policies": [{"name", "policy", "kind", "monitor", "migration", "summary",
+//!                "windows": [{"end_ns", "accesses", "served", "app_ns", "all_fast_ns",
+//!                             "all_slow_ns", "latency_ns", "placed", "copied"}]}]}
 //! ```
+//! Policy windows are few (one per `[tiering] window`) and go through serde_json.
 //! `offsets` has one entry per window plus one: window `i` owns elements
 //! `offsets[i]..offsets[i + 1]` of the flattened arrays after it. Truth intervals are in
 //! block numbers (`address / block_size`), half-open.
@@ -155,6 +159,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "impact": m.impact,
             "monitor_cpu_ns": m.monitor_cpu_ns,
         })).collect::<Vec<_>>(),
+        "policies": r.policies,
     });
     let loads = py.import("json")?.getattr("loads")?;
     let dict = loads.call1((to_json(&meta)?,))?.cast_into::<PyDict>()?;

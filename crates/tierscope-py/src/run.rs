@@ -44,7 +44,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[pyo3(signature = (experiment, max_threads = 0))]
 pub fn start_run(experiment: PyRef<'_, PyExperiment>, max_threads: usize) -> PyResult<RunHandle> {
     let exp = experiment.inner.clone();
-    let progress = Arc::new(Progress::new(exp.monitors.len(), exp.duration_ns));
+    let progress = Arc::new(Progress::for_experiment(&exp));
     let shared = Arc::clone(&progress);
     let thread = std::thread::Builder::new()
         .name("tierscope-run".into())

@@ -51,7 +51,9 @@ impl EngineKind {
     /// The optional hardware the engine offers monitors.
     pub const fn capabilities(self) -> Capabilities {
         match self {
-            EngineKind::Exact | EngineKind::Stat => Capabilities::of(&[Capability::Pmu]),
+            EngineKind::Exact | EngineKind::Stat => {
+                Capabilities::of(&[Capability::Pmu, Capability::Tiers])
+            }
             EngineKind::Kvm => Capabilities::of(&[Capability::WriteLog]),
         }
     }

@@ -10,9 +10,11 @@
 pub mod machine;
 pub mod monitors;
 pub mod source_map;
+pub mod tiering;
 
 pub use machine::{EngineKind, MachineConfig};
 pub use monitors::MonitorEntry;
+pub use tiering::{PolicyEntry, Tiering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -79,6 +81,7 @@ struct ExperimentFile {
     cost: CostModel,
     workload: WorkloadFile,
     monitors: Vec<Map<String, Value>>,
+    tiering: Option<Value>,
 }
 
 /// The workload an experiment runs.
@@ -110,6 +113,8 @@ pub struct Experiment {
     pub cost: CostModel,
     pub workload: Workload,
     pub monitors: Vec<MonitorEntry>,
+    /// Memory tiers and the policies acting on the monitors' telemetry.
+    pub tiering: Option<Tiering>,
 }
 
 impl Experiment {
@@ -119,7 +124,7 @@ impl Experiment {
         let mut workload = serde_json::to_value(&self.workload.spec).expect("specs serialise");
         workload["rate"] = Value::from(self.workload.rate);
         workload["threads"] = Value::from(self.workload.threads);
-        serde_json::json!({
+        let mut doc = serde_json::json!({
             "name": self.name,
             "seed": self.seed,
             "duration": Duration(self.duration_ns),
@@ -131,7 +136,11 @@ impl Experiment {
             "cost": self.cost,
             "workload": workload,
             "monitors": self.monitors.iter().map(MonitorEntry::to_table).collect::<Vec<_>>(),
-        })
+        });
+        if let Some(t) = &self.tiering {
+            doc["tiering"] = t.to_document();
+        }
+        doc
     }
 
     pub fn to_json(&self) -> String {
@@ -279,6 +288,20 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         entries.push(entry);
     }
 
+    let tiering = match file.tiering {
+        Some(v) => {
+            let sim = machine.sim();
+            let heap = tierscope_sim::layout::lay_out(&spec, sim.paging, sim.page_size)
+                .map_err(|m| FieldError::new("workload", m))?
+                .heap;
+            Some(
+                tiering::parse(v, machine.engine, heap.len(), &entries)
+                    .map_err(|e| e.under("tiering"))?,
+            )
+        }
+        None => None,
+    };
+
     let duration_ns = file.duration.map(|d| d.0).unwrap_or(spec.phases_duration());
     if duration_ns == 0 {
         return Err(FieldError::new("duration", "must be positive"));
@@ -304,6 +327,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             threads: w.threads,
         },
         monitors: entries,
+        tiering,
     })
 }
 

@@ -1,0 +1,377 @@
+//! The `[tiering]` table: the machine's memory tiers, the initial placement, the policies
+//! (each run once per monitor it can use, plus the references), migration limits and the
+//! application model.
+
+use super::machine::EngineKind;
+use super::monitors::MonitorEntry;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TIER_PRESETS};
+use tierscope_core::units::{parse_size, Duration};
+use tierscope_core::{Capability, FieldError};
+use tierscope_monitors::Truth;
+use tierscope_tiering::{AppModel, Feed, MigrationConfig, PolicyConfig, POLICIES};
+
+/// One tier as written: a preset name, or a table (a preset and overrides, or every field).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum TierEntry {
+    Preset(String),
+    Table(TierTable),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TierTable {
+    preset: Option<String>,
+    name: Option<String>,
+    /// A size, or a share of the heap such as "20%".
+    capacity: Option<Value>,
+    latency_ns: Option<f64>,
+    /// Bytes per second.
+    bandwidth: Option<f64>,
+    queueing: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TieringFile {
+    tiers: Vec<TierEntry>,
+    #[serde(default)]
+    placement: InitialPlacement,
+    policies: Vec<Value>,
+    #[serde(default = "default_window")]
+    window: Duration,
+    #[serde(default)]
+    migration: MigrationConfig,
+    #[serde(default)]
+    app: AppModel,
+}
+
+fn default_window() -> Duration {
+    Duration(100_000_000)
+}
+
+/// One policy of the experiment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyEntry {
+    pub name: String,
+    pub config: PolicyConfig,
+    /// The monitors feeding it (names); empty for policies fed by nothing or the truth.
+    pub monitors: Vec<String>,
+}
+
+/// The validated `[tiering]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tiering {
+    pub setup: TierSetup,
+    pub policies: Vec<PolicyEntry>,
+    /// Length of the performance model's windows, ns of run time.
+    pub window_ns: u64,
+    pub migration: MigrationConfig,
+    pub app: AppModel,
+}
+
+impl Tiering {
+    pub fn to_document(&self) -> Value {
+        let tiers: Vec<Value> = self
+            .setup
+            .tiers
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "capacity": t.capacity,
+                    "latency_ns": t.latency_ns,
+                    "bandwidth": t.bandwidth,
+                    "queueing": t.queueing,
+                })
+            })
+            .collect();
+        let policies: Vec<Value> = self
+            .policies
+            .iter()
+            .map(|p| {
+                let mut v = serde_json::to_value(&p.config).expect("policy configs serialise");
+                v["name"] = Value::from(p.name.clone());
+                v["monitors"] = Value::from(p.monitors.clone());
+                v
+            })
+            .collect();
+        serde_json::json!({
+            "tiers": tiers,
+            "placement": self.setup.initial,
+            "policies": policies,
+            "window": Duration(self.window_ns),
+            "migration": self.migration,
+            "app": self.app,
+        })
+    }
+}
+
+fn capacity(v: &Value, heap: u64) -> Result<u64, String> {
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| format!("expected a size, got {n}")),
+        Value::String(s) => {
+            if let Some(p) = s.trim().strip_suffix('%') {
+                let share: f64 = p
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("`{s}` is not a percentage"))?;
+                if !(0.0..=100.0).contains(&share) {
+                    return Err(format!("`{s}` is not between 0% and 100%"));
+                }
+                Ok(((heap as f64 * share / 100.0) as u64) & !4095)
+            } else {
+                parse_size(s).map_err(|e| e.0)
+            }
+        }
+        other => Err(format!(
+            "expected a size (\"16GiB\") or a share of the heap (\"20%\"), got {other}"
+        )),
+    }
+}
+
+fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError> {
+    let table = match entry {
+        TierEntry::Preset(p) => TierTable {
+            preset: Some(p.clone()),
+            name: None,
+            capacity: None,
+            latency_ns: None,
+            bandwidth: None,
+            queueing: None,
+        },
+        TierEntry::Table(t) => t.clone(),
+    };
+    let preset = match &table.preset {
+        Some(p) => Some(tier_preset(p).ok_or_else(|| {
+            let names: Vec<_> = TIER_PRESETS.iter().map(|p| p.name).collect();
+            FieldError::new(
+                "preset",
+                format!("unknown tier `{p}` (expected one of {})", names.join(", ")),
+            )
+        })?),
+        None => None,
+    };
+    let need = |v: Option<f64>, field: &str, from: Option<f64>| {
+        v.or(from).ok_or_else(|| {
+            FieldError::new(field, format!("a tier without a preset needs `{field}`"))
+        })
+    };
+    let capacity = match &table.capacity {
+        Some(v) => capacity(v, heap).map_err(|m| FieldError::new("capacity", m))?,
+        // The slowest tier holds whatever does not fit elsewhere.
+        None if last => heap,
+        None => {
+            return Err(FieldError::new(
+                "capacity",
+                "every tier but the last needs a capacity (a size or a share such as \"20%\")",
+            ))
+        }
+    };
+    let spec = TierSpec {
+        name: table
+            .name
+            .or(preset.map(|p| p.name.to_string()))
+            .ok_or_else(|| FieldError::new("name", "a tier without a preset needs a name"))?,
+        capacity,
+        latency_ns: need(table.latency_ns, "latency_ns", preset.map(|p| p.latency_ns))?,
+        bandwidth: need(table.bandwidth, "bandwidth", preset.map(|p| p.bandwidth))?,
+        queueing: need(table.queueing, "queueing", preset.map(|p| p.queueing))?,
+    };
+    for (field, v) in [
+        ("latency_ns", spec.latency_ns),
+        ("bandwidth", spec.bandwidth),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(FieldError::new(field, format!("must be positive, got {v}")));
+        }
+    }
+    if !(spec.queueing.is_finite() && spec.queueing >= 0.0) {
+        return Err(FieldError::new("queueing", "must be zero or positive"));
+    }
+    Ok(spec)
+}
+
+fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEntry, FieldError> {
+    let names = || POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ");
+    let mut table: Map<String, Value> = match v {
+        Value::String(s) => {
+            if PolicyConfig::named(s).is_none() {
+                let why = if POLICIES.iter().any(|p| p.0 == s) {
+                    "needs a table with its settings".to_string()
+                } else {
+                    format!("is not a policy (expected one of {})", names())
+                };
+                return Err(FieldError::new("", format!("`{s}` {why}")));
+            }
+            let mut m = Map::new();
+            m.insert("type".into(), Value::String(s.clone()));
+            m
+        }
+        Value::Object(m) => m.clone(),
+        other => {
+            return Err(FieldError::new(
+                "",
+                format!("expected a policy name or a table with `type`, got {other}"),
+            ))
+        }
+    };
+    let name = match table.remove("name") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s),
+        Some(other) => {
+            return Err(FieldError::new(
+                "name",
+                format!("expected a non-empty string, got {other}"),
+            ))
+        }
+        None => None,
+    };
+    let wanted: Option<Vec<String>> = match table.remove("monitors") {
+        Some(v) => Some(
+            serde_json::from_value(v)
+                .map_err(|_| FieldError::new("monitors", "expected a list of monitor names"))?,
+        ),
+        None => None,
+    };
+    match table.get("type") {
+        Some(Value::String(t)) if POLICIES.iter().any(|p| p.0 == t) => {}
+        Some(Value::String(t)) => {
+            return Err(FieldError::new(
+                "type",
+                format!("unknown policy `{t}` (expected one of {})", names()),
+            ))
+        }
+        _ => return Err(FieldError::new("type", "a policy table needs `type`")),
+    }
+    let config: PolicyConfig =
+        serde_path_to_error::deserialize(Value::Object(table)).map_err(FieldError::from)?;
+    config.validate(tiers)?;
+    let usable: Vec<&MonitorEntry> = monitors
+        .iter()
+        .filter(|m| m.config.truth() == Truth::Accessed)
+        .collect();
+    let feeds = match (config.feed(), wanted) {
+        (Feed::Accesses, None) => usable.iter().map(|m| m.name.clone()).collect(),
+        (Feed::Accesses, Some(list)) => {
+            for m in &list {
+                let Some(entry) = monitors.iter().find(|e| &e.name == m) else {
+                    return Err(FieldError::new(
+                        "monitors",
+                        format!("no monitor is called `{m}`"),
+                    ));
+                };
+                if entry.config.truth() != Truth::Accessed {
+                    return Err(FieldError::new(
+                        "monitors",
+                        format!(
+                            "`{}` cannot use `{m}`: it reports written pages, and the policy \
+                             needs accesses",
+                            config.kind()
+                        ),
+                    ));
+                }
+            }
+            list
+        }
+        (_, Some(_)) => {
+            return Err(FieldError::new(
+                "monitors",
+                format!("`{}` is not fed by a monitor", config.kind()),
+            ))
+        }
+        (_, None) => vec![],
+    };
+    if config.feed() == Feed::Accesses && feeds.is_empty() {
+        return Err(FieldError::new(
+            "type",
+            format!(
+                "`{}` needs a monitor of accesses, and the experiment has none",
+                config.kind()
+            ),
+        ));
+    }
+    Ok(PolicyEntry {
+        name: name.unwrap_or_else(|| config.kind().to_string()),
+        config,
+        monitors: feeds,
+    })
+}
+
+/// Validates the `[tiering]` table of an experiment whose heap is `heap` bytes.
+pub fn parse(
+    v: Value,
+    engine: EngineKind,
+    heap: u64,
+    monitors: &[MonitorEntry],
+) -> Result<Tiering, FieldError> {
+    if !engine.capabilities().contains(Capability::Tiers) {
+        return Err(FieldError::new(
+            "",
+            format!(
+                "engine `{}` has no memory tiers (engines with them: {}; set [machine] engine)",
+                engine.name(),
+                EngineKind::offering(Capability::Tiers).join(", ")
+            ),
+        ));
+    }
+    let file: TieringFile = serde_path_to_error::deserialize(v).map_err(FieldError::from)?;
+    if file.tiers.len() < 2 || file.tiers.len() > 8 {
+        return Err(FieldError::new(
+            "tiers",
+            format!("expected 2 to 8 tiers, got {}", file.tiers.len()),
+        ));
+    }
+    let n = file.tiers.len();
+    let mut tiers = vec![];
+    for (i, t) in file.tiers.iter().enumerate() {
+        tiers.push(tier(t, i == n - 1, heap).map_err(|e| e.under(&format!("tiers[{i}]")))?);
+    }
+    let total: u128 = tiers.iter().map(|t| t.capacity as u128).sum();
+    if total < heap as u128 {
+        return Err(FieldError::new(
+            "tiers",
+            format!("the tiers hold {total} bytes, less than the workload's heap of {heap} bytes"),
+        ));
+    }
+    if file.window.0 == 0 {
+        return Err(FieldError::new("window", "must be positive"));
+    }
+    file.migration
+        .validate()
+        .map_err(|e| e.under("migration"))?;
+    if !(file.app.mlp >= 1.0 && file.app.compute_ns >= 0.0 && file.app.line_bytes > 0.0) {
+        return Err(FieldError::new(
+            "app",
+            "expected mlp >= 1, compute_ns >= 0 and line_bytes > 0",
+        ));
+    }
+    if file.policies.is_empty() {
+        return Err(FieldError::new("policies", "at least one policy is needed"));
+    }
+    let mut policies: Vec<PolicyEntry> = vec![];
+    for (i, p) in file.policies.iter().enumerate() {
+        let at = format!("policies[{i}]");
+        let entry = policy(p, n, monitors).map_err(|e| e.under(&at))?;
+        if policies.iter().any(|q| q.name == entry.name) {
+            return Err(FieldError::new(
+                format!("{at}.name"),
+                format!("`{}` is used twice (names must be unique)", entry.name),
+            ));
+        }
+        policies.push(entry);
+    }
+    Ok(Tiering {
+        setup: TierSetup {
+            tiers,
+            initial: file.placement,
+        },
+        policies,
+        window_ns: file.window.0,
+        migration: file.migration,
+        app: file.app,
+    })
+}

@@ -1,0 +1,450 @@
+//! Runs of tiering policies: per policy and per monitor it uses, the engine with tiers,
+//! the monitor, the policy and the migration engine in one loop, and the performance
+//! model over fixed windows of run time. The references (everything on the fastest tier,
+//! everything on the slowest) are computed from the same windows' access counts: the
+//! access stream does not depend on placement.
+
+use crate::config::{Experiment, PolicyEntry, Tiering};
+use crate::result::Progress;
+use crate::run::RunError;
+use serde::Serialize;
+use tierscope_core::rng::Rng;
+use tierscope_core::tiers::{TierSpec, TierTraffic};
+use tierscope_core::{Capabilities, Capability, Engine, Nanos, RegionReport, Snapshot};
+use tierscope_monitors::Truth;
+use tierscope_tiering::{window_time, Feed, MigrationStats, Migrator, Move, Policy, View};
+
+const TIERS: Capabilities = Capabilities::of(&[Capability::Tiers]);
+
+/// One window of the performance model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierWindow {
+    pub end_ns: u64,
+    /// Accesses in the window.
+    pub accesses: f64,
+    /// Accesses served by each tier.
+    pub served: Vec<f64>,
+    /// Application time for the window's accesses, ns.
+    pub app_ns: f64,
+    /// The same accesses all on the fastest / slowest tier, ns.
+    pub all_fast_ns: f64,
+    pub all_slow_ns: f64,
+    /// Loaded latency of each tier, ns.
+    pub latency_ns: Vec<f64>,
+    /// Bytes of the heap on each tier at the window's end.
+    pub placed: Vec<u64>,
+    /// Bytes copied by migrations in the window, per tier.
+    pub copied: Vec<f64>,
+}
+
+/// Totals of one policy run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TierSummary {
+    /// Application time for the whole run, migration stalls included, ns.
+    pub app_ns: f64,
+    pub all_fast_ns: f64,
+    pub all_slow_ns: f64,
+    /// Accesses per second of application time.
+    pub throughput: f64,
+    /// all-slow time / this run's time.
+    pub speedup_over_slow: f64,
+    /// This run's time / the oracle's (set when an oracle ran; 1 = as good).
+    pub gap_to_oracle: Option<f64>,
+    /// Share of accesses the fastest tier served.
+    pub fast_hit_ratio: f64,
+    pub migration_cpu_ns: u64,
+    /// CPU the monitor took, ns (its cycles at the cost model's clock).
+    pub monitor_cpu_ns: f64,
+}
+
+/// Everything one policy run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyRun {
+    /// `policy` or `policy@monitor`.
+    pub name: String,
+    pub policy: String,
+    pub kind: &'static str,
+    pub monitor: Option<String>,
+    pub windows: Vec<TierWindow>,
+    pub migration: MigrationStats,
+    pub summary: TierSummary,
+}
+
+/// One policy run to do: the policy, and the monitor feeding it (index).
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyJob {
+    pub policy: usize,
+    pub monitor: Option<usize>,
+}
+
+/// Every policy run of the experiment, in output order.
+pub fn jobs(exp: &Experiment) -> Vec<PolicyJob> {
+    let Some(t) = &exp.tiering else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for (p, entry) in t.policies.iter().enumerate() {
+        if entry.monitors.is_empty() {
+            out.push(PolicyJob {
+                policy: p,
+                monitor: None,
+            });
+        }
+        for m in &entry.monitors {
+            let i = exp
+                .monitors
+                .iter()
+                .position(|e| &e.name == m)
+                .expect("validated");
+            out.push(PolicyJob {
+                policy: p,
+                monitor: Some(i),
+            });
+        }
+    }
+    out
+}
+
+/// Closes performance windows while the next boundary is at or before `t`.
+struct Windows<'a> {
+    tiering: &'a Tiering,
+    next: Nanos,
+    out: Vec<TierWindow>,
+    traffic: Vec<TierTraffic>,
+    copied: Vec<f64>,
+}
+
+impl<'a> Windows<'a> {
+    fn new(tiering: &'a Tiering) -> Self {
+        let n = tiering.setup.tiers.len();
+        Windows {
+            tiering,
+            next: tiering.window_ns,
+            out: vec![],
+            traffic: vec![TierTraffic::default(); n],
+            copied: vec![0.0; n],
+        }
+    }
+
+    fn close(&mut self, engine: &mut dyn Engine, migrator: &mut Migrator, end: Nanos) {
+        engine.advance_to(end);
+        let tiers = engine.tiers().expect("tiering engines have tiers");
+        self.traffic.fill(TierTraffic::default());
+        tiers.take_traffic(&mut self.traffic);
+        self.copied.fill(0.0);
+        migrator.take_copy_bytes(&mut self.copied);
+        let specs: &[TierSpec] = tiers.specs();
+        let app = &self.tiering.app;
+        let perf = window_time(app, specs, &self.traffic, &self.copied);
+        let n: f64 = self.traffic.iter().map(TierTraffic::total).sum();
+        let on = |t: usize| {
+            let mut v = vec![TierTraffic::default(); specs.len()];
+            v[t].reads = n;
+            window_time(app, specs, &v, &vec![0.0; specs.len()]).time_ns
+        };
+        let placed = (0..specs.len())
+            .map(|t| tiers.placement().bytes_on(t as u8))
+            .collect();
+        self.out.push(TierWindow {
+            end_ns: end,
+            accesses: n,
+            served: self.traffic.iter().map(TierTraffic::total).collect(),
+            app_ns: perf.time_ns,
+            all_fast_ns: on(0),
+            all_slow_ns: on(specs.len() - 1),
+            latency_ns: perf.latency_ns,
+            placed,
+            copied: self.copied.clone(),
+        });
+    }
+
+    fn until(&mut self, engine: &mut dyn Engine, migrator: &mut Migrator, t: Nanos, end: Nanos) {
+        while self.next <= t.min(end) {
+            let at = self.next;
+            self.close(engine, migrator, at);
+            self.next += self.tiering.window_ns;
+        }
+    }
+}
+
+fn act(policy: &mut dyn Policy, engine: &mut dyn Engine, moves: &mut Vec<Move>) {
+    moves.clear();
+    let now = engine.now();
+    let tiers = engine.tiers().expect("tiering engines have tiers");
+    let view = View {
+        now,
+        tiers: tiers.specs(),
+        placement: tiers.placement(),
+    };
+    policy.act(&view, moves);
+}
+
+/// Runs one policy job.
+pub fn run_policy(
+    exp: &Experiment,
+    job: PolicyJob,
+    progress: &Progress,
+    slot: usize,
+) -> Result<PolicyRun, RunError> {
+    let tiering = exp.tiering.as_ref().expect("policy jobs need [tiering]");
+    let entry: &PolicyEntry = &tiering.policies[job.policy];
+    let n_tiers = tiering.setup.tiers.len();
+    let granule = exp.machine.page_size.bytes();
+    let mut migrator = Migrator::new(tiering.migration, granule, n_tiers);
+    let mut windows = Windows::new(tiering);
+    let mut moves = vec![];
+    let end = exp.duration_ns;
+    let mut monitor_cycles = 0.0;
+    let mut engine;
+    match (entry.config.feed(), job.monitor) {
+        (Feed::Accesses, Some(m)) => {
+            let mc = &exp.monitors[m].config;
+            engine = crate::build::engine(exp, mc.requires().with(TIERS), mc.truth())?;
+            let mut monitor = mc.build(
+                Rng::for_stream(exp.seed, &format!("monitor/{}", exp.monitors[m].name)),
+                &exp.cost,
+            );
+            let mut policy = entry.config.build(monitor.intervals());
+            loop {
+                let t = monitor.next_wakeup();
+                if t > end {
+                    break;
+                }
+                windows.until(engine.as_mut(), &mut migrator, t, end);
+                engine.advance_to(t);
+                progress.set(slot, t);
+                if progress.cancelled() {
+                    return Err(RunError::Cancelled);
+                }
+                if let Some(s) = monitor.wake(engine.as_machine()) {
+                    policy.observe(&s);
+                }
+                if policy.next_action() <= t {
+                    act(policy.as_mut(), engine.as_mut(), &mut moves);
+                    migrator.apply(engine.as_machine(), &moves);
+                }
+            }
+            monitor_cycles = exp.cost.cycles(engine.as_machine().cost());
+        }
+        (Feed::Lookahead, _) => {
+            engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
+            let mut ahead = crate::build::engine(exp, Capabilities::NONE, Truth::Accessed)?;
+            let mut policy = entry.config.build(tierscope_core::Intervals {
+                sample: tiering.window_ns,
+                aggr: tiering.window_ns,
+                ops_update: tiering.window_ns,
+            });
+            let shift = exp.block_size.trailing_zeros();
+            let mut at = 0;
+            while at < end {
+                let next = (at + tiering.window_ns).min(end);
+                ahead.advance_to(next);
+                let regions = ahead
+                    .take_truth()
+                    .into_iter()
+                    .map(|(a, b)| RegionReport {
+                        start: a << shift,
+                        end: b << shift,
+                        nr_accesses: 1,
+                        age: 0,
+                    })
+                    .collect();
+                policy.observe(&Snapshot {
+                    start: at,
+                    end: next,
+                    regions,
+                });
+                act(policy.as_mut(), engine.as_mut(), &mut moves);
+                // Free: placed directly, no copy, no flush.
+                let tiers = engine.tiers().expect("tiering engines have tiers");
+                for mv in &moves {
+                    let r = tierscope_core::AddrRange::new(
+                        mv.range.start.max(tiers.placement().range().start),
+                        mv.range.end.min(tiers.placement().range().end),
+                    );
+                    if !r.is_empty() {
+                        tiers.place(r, mv.to);
+                    }
+                }
+                windows.until(engine.as_mut(), &mut migrator, next, end);
+                progress.set(slot, next);
+                if progress.cancelled() {
+                    return Err(RunError::Cancelled);
+                }
+                at = next;
+            }
+        }
+        (Feed::Nothing, _) | (Feed::Accesses, None) => {
+            // The placement stays as it started.
+            engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
+        }
+    }
+    windows.until(engine.as_mut(), &mut migrator, end, end);
+    if windows.out.last().is_none_or(|w| w.end_ns < end) {
+        windows.close(engine.as_mut(), &mut migrator, end);
+    }
+    progress.set(slot, end);
+    let w = &windows.out;
+    let stats = migrator.stats;
+    let app_ns: f64 = w.iter().map(|x| x.app_ns).sum::<f64>() + stats.stall_ns as f64;
+    let all_fast_ns: f64 = w.iter().map(|x| x.all_fast_ns).sum();
+    let all_slow_ns: f64 = w.iter().map(|x| x.all_slow_ns).sum();
+    let accesses: f64 = w.iter().map(|x| x.accesses).sum();
+    let fast: f64 = w.iter().map(|x| x.served[0]).sum();
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let monitor = job.monitor.map(|m| exp.monitors[m].name.clone());
+    Ok(PolicyRun {
+        name: match &monitor {
+            Some(m) => format!("{}@{m}", entry.name),
+            None => entry.name.clone(),
+        },
+        policy: entry.name.clone(),
+        kind: entry.config.kind(),
+        monitor,
+        windows: windows.out,
+        migration: stats,
+        summary: TierSummary {
+            app_ns,
+            all_fast_ns,
+            all_slow_ns,
+            throughput: ratio(accesses, app_ns * 1e-9),
+            speedup_over_slow: ratio(all_slow_ns, app_ns),
+            gap_to_oracle: None,
+            fast_hit_ratio: ratio(fast, accesses),
+            migration_cpu_ns: stats.cpu_ns,
+            monitor_cpu_ns: monitor_cycles / exp.cost.cpu_hz * 1e9,
+        },
+    })
+}
+
+/// Fills in every run's gap to the oracle's time, when an oracle ran.
+pub fn set_oracle_gaps(runs: &mut [PolicyRun]) {
+    let Some(oracle) = runs
+        .iter()
+        .find(|r| r.kind == "oracle")
+        .map(|r| r.summary.app_ns)
+    else {
+        return;
+    };
+    for r in runs {
+        if oracle > 0.0 {
+            r.summary.gap_to_oracle = Some(r.summary.app_ns / oracle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{parse_experiment, Format};
+    use crate::{run_experiment, Progress, RunResult};
+    use std::path::Path;
+
+    /// Random loads on a 64 MiB hot region between two cold GiBs; a 256 MiB fast tier
+    /// that starts out holding the first cold GiB's beginning.
+    fn run(engine: &str, extra_policies: &str) -> RunResult {
+        let text = format!(
+            r#"
+duration = "3s"
+warmup = "0s"
+[machine]
+engine = "{engine}"
+[workload]
+rate = "2M/s"
+regions = [
+    {{ name = "cold_top", size = "1GiB" }},
+    {{ name = "hot", size = "64MiB" }},
+    {{ name = "cold_bottom", size = "1GiB" }},
+]
+phases = [{{ name = "p", duration = "3s", patterns = [{{ region = "hot", kind = "random", mode = "rw" }}] }}]
+[[monitors]]
+preset = "damon-mod"
+[[monitors]]
+preset = "telescope-bnd"
+[tiering]
+tiers = [{{ preset = "dram", capacity = "256MiB" }}, "cxl"]
+policies = ["telescope-rule", "oracle", "static"{extra_policies}]
+"#
+        );
+        let exp = parse_experiment(&text, "t.toml", Path::new("."), Format::Toml).unwrap();
+        run_experiment(&exp, &Progress::for_experiment(&exp), 0).unwrap()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+    }
+
+    #[test]
+    fn invariants_hold_on_both_engines() {
+        for engine in ["exact", "stat"] {
+            let r = run(
+                engine,
+                r#", { type = "damos", damo = "--damos_action migrate_hot 0 --damos_access_rate 10% max --damos_action migrate_cold 1 --damos_access_rate 0% 0% --damos_age 3 max" }"#,
+            );
+            let names: Vec<&str> = r.policies.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "telescope-rule@damon-mod",
+                    "telescope-rule@telescope-bnd",
+                    "oracle",
+                    "static",
+                    "damos@damon-mod",
+                    "damos@telescope-bnd"
+                ],
+                "{engine}"
+            );
+            let oracle = r.policies.iter().find(|p| p.kind == "oracle").unwrap();
+            for p in &r.policies {
+                let s = &p.summary;
+                let at = format!("{engine} {}", p.name);
+                // Accesses by tier sum to all accesses: 2 M/s for 3 s.
+                let total: f64 = p.windows.iter().map(|w| w.accesses).sum();
+                assert!((total - 6e6).abs() < 1.0, "{at}: {total}");
+                for w in &p.windows {
+                    assert!(close(w.served.iter().sum::<f64>(), w.accesses), "{at}");
+                }
+                // Between all-fast and all-slow, and no better than the oracle.
+                assert!(s.app_ns >= s.all_fast_ns * (1.0 - 1e-9), "{at}");
+                assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+                assert!(s.app_ns >= oracle.summary.app_ns * (1.0 - 1e-9), "{at}");
+                // Bytes migrated are whole pages.
+                let m = &p.migration;
+                assert_eq!(m.promoted_bytes + m.demoted_bytes, m.pages * 4096, "{at}");
+            }
+            // The hot set fits: the oracle is all-fast.
+            assert!(
+                close(oracle.summary.app_ns, oracle.summary.all_fast_ns),
+                "{engine}"
+            );
+            assert_eq!(oracle.migration.pages, 0, "the oracle's moves are free");
+            // First touch put the cold top in the fast tier: never migrating is all-slow.
+            let fixed = r.policies.iter().find(|p| p.kind == "static").unwrap();
+            assert!(
+                close(fixed.summary.app_ns, fixed.summary.all_slow_ns),
+                "{engine}"
+            );
+            // Telemetry-driven policies move the hot region up and end up serving it fast.
+            for p in r.policies.iter().filter(|p| p.monitor.is_some()) {
+                let last = p.windows.last().unwrap();
+                assert!(last.served[0] / last.accesses > 0.95, "{engine} {}", p.name);
+                assert!(
+                    p.migration.promoted_bytes >= 64 << 20,
+                    "{engine} {}",
+                    p.name
+                );
+                assert!(p.summary.speedup_over_slow > 2.0, "{engine} {}", p.name);
+                let gap = p.summary.gap_to_oracle.unwrap();
+                // Detection takes windows (DAMOS also waits for cold regions to age before
+                // making room), during which the oracle is already fast.
+                assert!((1.0..2.0).contains(&gap), "{engine} {}: {gap}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_numbers() {
+        let a = serde_json::to_string(&run("exact", "").policies).unwrap();
+        let b = serde_json::to_string(&run("exact", "").policies).unwrap();
+        assert_eq!(a, b);
+    }
+}
