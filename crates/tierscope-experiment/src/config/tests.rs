@@ -367,3 +367,129 @@ fn density_kinds_parse_and_errors_name_the_field() {
         "{e}"
     );
 }
+
+const TIERED: &str = r#"
+duration = "2s"
+[workload]
+regions = [{ name = "a", size = "64MiB" }]
+phases = [{ name = "p", duration = "1s", patterns = [{ region = "a", kind = "random", mode = "ro" }] }]
+[[monitors]]
+preset = "damon-mod"
+[[monitors]]
+preset = "pml"
+[machine]
+engine = "kvm"
+[tiering]
+tiers = [{ preset = "dram", capacity = "20%" }, "cxl"]
+policies = ["telescope-rule", "oracle", { type = "damos", monitors = ["damon-mod"], damo = "--damos_action migrate_hot 0" }]
+"#;
+
+#[test]
+fn tiering_tables_parse_and_round_trip() {
+    let text = TIERED
+        .replace("[[monitors]]\npreset = \"pml\"\n", "")
+        .replace("engine = \"kvm\"", "engine = \"stat\"");
+    let e = parse(&text).unwrap();
+    let t = e.tiering.as_ref().unwrap();
+    assert_eq!(t.setup.tiers[0].capacity, (64 << 20) / 5 / 4096 * 4096);
+    assert_eq!(
+        t.setup.tiers[1].capacity,
+        64 << 20,
+        "the last tier holds the heap"
+    );
+    assert_eq!(t.setup.tiers[1].latency_ns, 380.0);
+    let names: Vec<_> = t.policies.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["telescope-rule", "oracle", "damos"]);
+    assert_eq!(t.policies[0].monitors, ["damon-mod"]);
+    assert!(t.policies[1].monitors.is_empty());
+    let again = parse_document(e.to_document(), "other", Path::new(".")).unwrap();
+    assert_eq!(again, e);
+}
+
+#[test]
+fn bad_tiering_is_rejected_with_file_line_and_field() {
+    // (replace this, with that), the unique key at fault, the field path, the message.
+    let stat = ("engine = \"kvm\"", "engine = \"stat\"");
+    let no_pml = ("[[monitors]]\npreset = \"pml\"\n", "");
+    let cases: &[(&[(&str, &str)], &str, &str, &str)] = &[
+        (&[no_pml], "[tiering]", "tiering", "no memory tiers"),
+        (
+            &[
+                stat,
+                no_pml,
+                (
+                    "\"telescope-rule\", \"oracle\"",
+                    "\"hemem-ish\", \"oracle\"",
+                ),
+            ],
+            "policies",
+            "tiering.policies[0]",
+            "not a policy",
+        ),
+        (
+            &[
+                stat,
+                no_pml,
+                ("\"cxl\"]", "{ preset = \"cxl\", capacity = \"1MB\" }]"),
+            ],
+            "tiers =",
+            "tiering.tiers",
+            "less than the workload's heap",
+        ),
+        (
+            &[
+                stat,
+                no_pml,
+                ("monitors = [\"damon-mod\"]", "monitors = [\"damon\"]"),
+            ],
+            "monitors = [\"damon\"]",
+            "tiering.policies[2].monitors",
+            "no monitor is called `damon`",
+        ),
+        (
+            &[stat, no_pml, ("migrate_hot 0", "migrate_hot")],
+            "damo =",
+            "tiering.policies[2].damo",
+            "expects a target node id",
+        ),
+        (
+            &[stat, no_pml, ("migrate_hot 0", "migrate_hot 5")],
+            "damo =",
+            "tiering.policies[2].schemes[0].target",
+            "node 5 does not exist",
+        ),
+        (
+            &[stat, no_pml, ("preset = \"dram\"", "preset = \"hbm\"")],
+            "\"hbm\"",
+            "tiering.tiers[0].preset",
+            "unknown tier `hbm`",
+        ),
+    ];
+    for (edits, key, field, says) in cases {
+        let mut text = TIERED.to_string();
+        for (from, to) in *edits {
+            assert!(text.contains(from), "{from}");
+            text = text.replacen(from, to, 1);
+        }
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.field, *field, "{e}");
+        assert!(e.message.contains(says), "{e}");
+        assert_eq!(e.file.as_deref(), Some("exp.toml"));
+        // The line of the key at fault, or of its table.
+        let want = line_of(&text, key);
+        let got = e.line.expect("a line");
+        assert!(
+            got == want
+                || text
+                    .lines()
+                    .nth(got - 1)
+                    .unwrap()
+                    .contains(field.rsplit('.').next().unwrap().split('[').next().unwrap()),
+            "{field}: line {got}, key on {want}\n{text}"
+        );
+        let json = to_json_text(&text);
+        let je = parse_experiment(&json, "exp.json", Path::new("."), Format::Json).unwrap_err();
+        assert_eq!(je.field, *field);
+        assert!(je.line.is_some(), "{je}");
+    }
+}

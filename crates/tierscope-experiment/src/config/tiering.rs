@@ -94,7 +94,9 @@ impl Tiering {
             .map(|p| {
                 let mut v = serde_json::to_value(&p.config).expect("policy configs serialise");
                 v["name"] = Value::from(p.name.clone());
-                v["monitors"] = Value::from(p.monitors.clone());
+                if !p.monitors.is_empty() {
+                    v["monitors"] = Value::from(p.monitors.clone());
+                }
                 v
             })
             .collect();
