@@ -6,6 +6,7 @@ The public API, which the `tierscope` CLI uses itself:
     result = tierscope.run(exp, out="runs/default")
     result.metrics["monitors"]["telescope-bnd"]["precision"]
     result.monitors["telescope-bnd"].windows["recall"]            # numpy array
+    result.policies["telescope-rule@damon-mod"].windows["placed"]  # [window, tier], with [tiering]
     again = tierscope.load("runs/default")                         # the same result
     runs = tierscope.expand_sweep("sweep.toml")                    # experiments with ids
 """
@@ -16,7 +17,7 @@ from tierscope.experiment import Experiment, load_experiment
 from tierscope.load import load
 from tierscope.output import OutputError
 from tierscope.report import write_report
-from tierscope.results import MonitorResult, RunResult, Snapshots, Truth
+from tierscope.results import MonitorResult, PolicyResult, RunResult, Snapshots, Truth
 from tierscope.runner import run
 from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
 
@@ -26,6 +27,7 @@ __all__ = [
     "Experiment",
     "MonitorResult",
     "OutputError",
+    "PolicyResult",
     "RunError",
     "RunResult",
     "Snapshots",

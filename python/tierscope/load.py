@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 
 from tierscope.experiment import config_error, load_experiment
-from tierscope.output import safe_name
+from tierscope.output import monitor_arrays_file, policy_arrays_file
 from tierscope.results import RunResult, load_arrays
 
 
 def load(directory: str | os.PathLike[str]) -> RunResult:
-    """Reads DIR/metrics.json and each monitor's arrays-<monitor>.npz. Raises
+    """Reads DIR/metrics.json, each monitor's arrays-<monitor>.npz and each tiering
+    policy run's arrays-policy-<run>.npz. Raises
     `ConfigError` when DIR is not a run directory (or was written by a version that did
     not save arrays)."""
     d = Path(directory)
@@ -25,11 +26,20 @@ def load(directory: str | os.PathLike[str]) -> RunResult:
     experiment = load_experiment(metrics["experiment"], source_name=f"{metrics_path} (experiment)")
     arrays = {}
     for name in metrics["monitors"]:
-        path = d / f"arrays-{safe_name(name)}.npz"
+        path = d / monitor_arrays_file(name)
         try:
             arrays[name] = load_arrays(path)
         except (OSError, ValueError) as e:
             raise config_error(
                 str(path), f"cannot read monitor {name!r}'s arrays (rerun to write them): {e}"
             ) from None
-    return RunResult.from_saved(experiment, metrics, arrays)
+    policy_arrays = {}
+    for name in metrics.get("policies") or {}:
+        path = d / policy_arrays_file(name)
+        try:
+            policy_arrays[name] = load_arrays(path)
+        except (OSError, ValueError) as e:
+            raise config_error(
+                str(path), f"cannot read policy run {name!r}'s arrays (rerun to write them): {e}"
+            ) from None
+    return RunResult.from_saved(experiment, metrics, arrays, policy_arrays)

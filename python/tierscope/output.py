@@ -17,8 +17,8 @@ from pathlib import Path
 
 from tierscope.export import csv as csv_export
 from tierscope.export import damo
-from tierscope.plot import heatmap
-from tierscope.results import RunResult, save_arrays
+from tierscope.plot import heatmap, placement, throughput
+from tierscope.results import RunResult, save_arrays, save_policy_arrays
 
 
 class OutputError(Exception):
@@ -26,8 +26,32 @@ class OutputError(Exception):
 
 
 def safe_name(name: str) -> str:
-    """A monitor name usable in a file name."""
+    """A monitor or policy-run name usable in a file name (`telescope-rule@damon-mod` ->
+    `telescope-rule_damon-mod`)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) or "monitor"
+
+
+def monitor_arrays_file(name: str) -> str:
+    """The file of a monitor's arrays in a run directory."""
+    return f"arrays-{safe_name(name)}.npz"
+
+
+def policy_arrays_file(name: str) -> str:
+    """The file of a policy run's arrays in a run directory."""
+    return f"arrays-policy-{safe_name(name)}.npz"
+
+
+def _check_unique_files(result: RunResult) -> None:
+    # Two names mapping to one file would silently overwrite each other's arrays.
+    owner: dict[str, str] = {}
+    named = [(f"monitor {m!r}", monitor_arrays_file(m)) for m in result.monitors]
+    named += [(f"policy run {p!r}", policy_arrays_file(p)) for p in result.policies]
+    for who, file in named:
+        if file in owner:
+            raise OutputError(
+                f"{owner[file]} and {who} would both be written to {file}; rename one"
+            )
+        owner[file] = who
 
 
 def check_target(out: Path) -> None:
@@ -46,7 +70,10 @@ def check_target(out: Path) -> None:
 
 def write_files(result: RunResult, directory: Path) -> None:
     """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png,
-    <m>.damon and arrays-<m>.npz (what `tierscope.load` reads back) into `directory`."""
+    <m>.damon and arrays-<m>.npz (what `tierscope.load` reads back) into `directory`;
+    with tiering policy runs, also arrays-policy-<run>.npz per run, throughput.png and
+    placement.png."""
+    _check_unique_files(result)
     text = json.dumps(result.metrics, indent=2, allow_nan=False)
     (directory / "metrics.json").write_text(text + "\n", encoding="utf-8")
     hot_threshold = result.experiment.hot_threshold
@@ -55,7 +82,12 @@ def write_files(result: RunResult, directory: Path) -> None:
         csv_export.write_windows(monitor, directory / f"windows-{file}.csv")
         heatmap(monitor, result.heap, hot_threshold, directory / f"heatmap-{file}.png")
         damo.write(monitor, directory / f"{file}.damon")
-        save_arrays(monitor, directory / f"arrays-{file}.npz")
+        save_arrays(monitor, directory / monitor_arrays_file(name))
+    if result.policies:
+        for name, policy in result.policies.items():
+            save_policy_arrays(policy, directory / policy_arrays_file(name))
+        throughput(result, directory / "throughput.png")
+        placement(result, directory / "placement.png")
 
 
 def _umask() -> int:

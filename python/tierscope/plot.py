@@ -1,5 +1,6 @@
 """Heatmaps of what a monitor reported hot against the truth, like Figure 7 of the
-Telescope paper: time on x, offset in the heap on y.
+Telescope paper: time on x, offset in the heap on y. Also, for tiering policy runs, the
+application's throughput and the fast tier's contents over time.
 
 Regions are rasterized with numpy onto a grid of windows x address rows (each cell takes
 the largest value of the regions overlapping it, so a small hot region is never averaged
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tierscope.results import MonitorResult, RunResult
+from tierscope.results import MonitorResult, RunResult, tiers
 
 GiB = float(1 << 30)
 #: Address rows of a heatmap (fewer when the heap has fewer 4 KiB pages).
@@ -159,4 +160,88 @@ def timeline_figure(result: RunResult, *, title: str | None = None) -> Any:
         ax.grid(alpha=0.3)
     prec_ax.legend(loc="lower right", fontsize="small", ncols=3)
     prec_ax.set_title(title or f"{result.experiment.name}: precision and recall per window")
+    return fig
+
+
+def _per_second(accesses: npt.NDArray[Any], ns: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    """accesses / (ns * 1e-9), NaN (a gap in the line) where no time passed."""
+    a = accesses.astype(np.float64)
+    t = ns.astype(np.float64) * 1e-9
+    out = np.full(len(a), np.nan)
+    np.divide(a, t, out=out, where=t > 0)
+    return out
+
+
+def throughput(result: RunResult, path: Path, *, title: str | None = None) -> None:
+    """Writes a PNG of each policy run's throughput per performance window (accesses per
+    second of modelled application time), with the all-fast and all-slow references
+    dashed."""
+    throughput_figure(result, title=title).savefig(path, dpi=100)
+
+
+def throughput_figure(result: RunResult, *, title: str | None = None) -> Any:
+    """The figure `throughput` writes."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 5), layout="constrained")
+    ax = fig.subplots()
+    for name, p in result.policies.items():
+        w = p.windows
+        t = w["end_ns"].astype(float) / 1e9
+        ax.plot(t, _per_second(w["accesses"], w["app_ns"]) / 1e6, label=name, linewidth=1)
+    # The references depend on the access stream only, the same for every run.
+    first = next(iter(result.policies.values()), None)
+    if first is not None:
+        w = first.windows
+        t = w["end_ns"].astype(float) / 1e9
+        for key, label, colour in (
+            ("all_fast_ns", "all fast", "black"),
+            ("all_slow_ns", "all slow", "grey"),
+        ):
+            ax.plot(
+                t,
+                _per_second(w["accesses"], w[key]) / 1e6,
+                label=label,
+                linestyle="--",
+                color=colour,
+                linewidth=1,
+            )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("throughput (M accesses / s of app time)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small", ncols=2)
+    ax.set_title(title or f"{result.experiment.name}: throughput per window")
+    return fig
+
+
+def placement(result: RunResult, path: Path, *, title: str | None = None) -> None:
+    """Writes a PNG of the bytes each policy run holds on the fastest tier at the end of
+    each performance window, with the tier's capacity dashed."""
+    placement_figure(result, title=title).savefig(path, dpi=100)
+
+
+def placement_figure(result: RunResult, *, title: str | None = None) -> Any:
+    """The figure `placement` writes."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 5), layout="constrained")
+    ax = fig.subplots()
+    specs = tiers(result.experiment)
+    fast = specs[0] if specs else {}
+    for name, p in result.policies.items():
+        w = p.windows
+        t = w["end_ns"].astype(float) / 1e9
+        ax.step(t, w["placed"][:, 0].astype(float) / 2**20, where="post", label=name)
+    if "capacity" in fast:
+        ax.axhline(
+            fast["capacity"] / 2**20, linestyle="--", color="black", linewidth=1, label="capacity"
+        )
+    tier = fast.get("name", "fast tier")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(f"bytes on {tier} (MiB)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small", ncols=2)
+    ax.set_title(title or f"{result.experiment.name}: heap on the fastest tier ({tier})")
     return fig

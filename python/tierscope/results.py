@@ -1,8 +1,10 @@
-"""What a run returns: per monitor, numpy arrays of its windows, snapshots and truth,
-and the metrics in the layout of `metrics.json`.
+"""What a run returns: per monitor, numpy arrays of its windows, snapshots and truth;
+per tiering policy run, numpy arrays of its performance windows; and the metrics in the
+layout of `metrics.json`.
 
-The Rust side (crates/tierscope-py/src/convert.rs) sends the arrays as little-endian
-bytes; the dtypes below must match it.
+The Rust side (crates/tierscope-py/src/convert.rs) sends the monitors' arrays as
+little-endian bytes; the dtypes below must match it. Policy runs' windows are few and
+come as lists of dicts, turned into arrays here.
 """
 
 from __future__ import annotations
@@ -38,6 +40,21 @@ SNAPSHOT_DTYPES: dict[str, str] = {
     "age": "<u4",
 }
 TRUTH_DTYPES: dict[str, str] = {"offsets": "<u8", "start": "<u8", "end": "<u8"}
+#: Per-window columns of a policy run: one value per window.
+POLICY_WINDOW_DTYPES: dict[str, str] = {
+    "end_ns": "<u8",
+    "accesses": "<f8",
+    "app_ns": "<f8",
+    "all_fast_ns": "<f8",
+    "all_slow_ns": "<f8",
+}
+#: Per-window, per-tier columns of a policy run: arrays of shape (windows, tiers).
+POLICY_TIER_DTYPES: dict[str, str] = {
+    "served": "<f8",
+    "latency_ns": "<f8",
+    "placed": "<u8",
+    "copied": "<f8",
+}
 
 Array = npt.NDArray[Any]
 
@@ -145,13 +162,77 @@ class MonitorResult:
         return out
 
 
+@dataclass(frozen=True)
+class PolicyResult:
+    """One run of a tiering policy: `name` is the policy's name, or `policy@monitor` for a
+    policy fed by a monitor (one run per monitor)."""
+
+    name: str
+    #: The policy's name in the experiment (`policies[i].name`, default its type).
+    policy: str
+    #: Its type: telescope-rule, damos, oracle, static.
+    kind: str
+    #: The monitor feeding it, None for policies fed by nothing (static) or the truth
+    #: (oracle).
+    monitor: str | None
+    #: app_ns, all_fast_ns, all_slow_ns, throughput, speedup_over_slow, gap_to_oracle
+    #: (None without an oracle), fast_hit_ratio, migration_cpu_ns, monitor_cpu_ns.
+    summary: dict[str, Any]
+    #: promoted_bytes, demoted_bytes, pages, rounds, refused_bytes, shootdowns, cpu_ns,
+    #: stall_ns.
+    migration: dict[str, Any]
+    #: Per performance window: the keys of `POLICY_WINDOW_DTYPES` as 1-D arrays and of
+    #: `POLICY_TIER_DTYPES` as 2-D arrays indexed [window, tier] (tier 0 the fastest).
+    windows: dict[str, Array]
+
+    @property
+    def nr_windows(self) -> int:
+        return len(self.windows["end_ns"])
+
+    @property
+    def nr_tiers(self) -> int:
+        return int(self.windows["served"].shape[1])
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any], nr_tiers: int) -> PolicyResult:
+        """From one entry of the Rust result's "policies" list; `nr_tiers` shapes the 2-D
+        arrays when there is no window."""
+        ws: list[dict[str, Any]] = raw["windows"]
+        windows = {
+            k: np.array([w[k] for w in ws], dtype=dt) for k, dt in POLICY_WINDOW_DTYPES.items()
+        }
+        for k, dt in POLICY_TIER_DTYPES.items():
+            windows[k] = np.array([w[k] for w in ws], dtype=dt).reshape(len(ws), nr_tiers)
+        return cls(
+            name=raw["name"],
+            policy=raw["policy"],
+            kind=raw["kind"],
+            monitor=raw["monitor"],
+            summary=dict(raw["summary"]),
+            migration=dict(raw["migration"]),
+            windows=windows,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        """This run's entry of metrics.json: policy, kind, monitor, summary and migration
+        (the windows are in arrays-policy-<name>.npz)."""
+        return {
+            "policy": self.policy,
+            "kind": self.kind,
+            "monitor": self.monitor,
+            "summary": {k: _finite_or_none(v) for k, v in self.summary.items()},
+            "migration": dict(self.migration),
+        }
+
+
 #: The columns of `MonitorResult.metrics()` that are not summary fields.
 _NOT_SUMMARY = ("kind", "intervals", "cost", "machine", "impact", "monitor_cpu_ns", "windows")
 
 
 class RunResult:
     """The outcome of `tierscope.run` (or `tierscope.load`): `.metrics` (the metrics.json
-    document) and `.monitors[name]` (a `MonitorResult` with numpy arrays)."""
+    document), `.monitors[name]` (a `MonitorResult` with numpy arrays) and, for an
+    experiment with `[tiering]`, `.policies[run name]` (a `PolicyResult`)."""
 
     def __init__(
         self,
@@ -161,6 +242,7 @@ class RunResult:
         heap: dict[str, int],
         mappings: list[dict[str, Any]],
         monitors: dict[str, MonitorResult],
+        policies: dict[str, PolicyResult] | None = None,
     ) -> None:
         self.experiment = experiment
         self.duration_ns = duration_ns
@@ -169,6 +251,8 @@ class RunResult:
         self.heap = heap
         self.mappings = mappings
         self.monitors = monitors
+        #: Tiering policy runs by name (empty without `[tiering]`), in the run's order.
+        self.policies: dict[str, PolicyResult] = policies or {}
         self._metrics: dict[str, Any] | None = None
 
     @classmethod
@@ -189,6 +273,11 @@ class RunResult:
                 snapshots=Snapshots(**_arrays(m["snapshots"], SNAPSHOT_DTYPES)),
                 truth=Truth(**_arrays(m["truth"], TRUTH_DTYPES), block_size=raw["block_size"]),
             )
+        policies = {}
+        raw_policies = raw.get("policies") or []
+        n_tiers = nr_tiers(experiment) if raw_policies else 0
+        for p in raw_policies:
+            policies[p["name"]] = PolicyResult.from_raw(p, n_tiers)
         return cls(
             experiment,
             raw["duration_ns"],
@@ -196,14 +285,19 @@ class RunResult:
             raw["heap"],
             raw["mappings"],
             monitors,
+            policies,
         )
 
     @classmethod
     def from_saved(
-        cls, experiment: Experiment, metrics: dict[str, Any], arrays: dict[str, dict[str, Array]]
+        cls,
+        experiment: Experiment,
+        metrics: dict[str, Any],
+        arrays: dict[str, dict[str, Array]],
+        policy_arrays: dict[str, dict[str, Array]] | None = None,
     ) -> RunResult:
-        """From a run directory's metrics.json and each monitor's saved arrays
-        (`save_arrays`)."""
+        """From a run directory's metrics.json, each monitor's saved arrays
+        (`save_arrays`) and each policy run's (`save_policy_arrays`)."""
         block_size = metrics["block_size"]
         monitors = {}
         for name, m in metrics["monitors"].items():
@@ -225,6 +319,19 @@ class RunResult:
                 snapshots=Snapshots(**pick("snapshots", SNAPSHOT_DTYPES)),
                 truth=Truth(**pick("truth", TRUTH_DTYPES), block_size=block_size),
             )
+        policies = {}
+        for name, p in (metrics.get("policies") or {}).items():
+            saved = (policy_arrays or {})[name]
+            dtypes = POLICY_WINDOW_DTYPES | POLICY_TIER_DTYPES
+            policies[name] = PolicyResult(
+                name=name,
+                policy=p["policy"],
+                kind=p["kind"],
+                monitor=p["monitor"],
+                summary=dict(p["summary"]),
+                migration=dict(p["migration"]),
+                windows={k: saved[f"windows.{k}"].astype(dt) for k, dt in dtypes.items()},
+            )
         return cls(
             experiment,
             metrics["duration_ns"],
@@ -232,6 +339,7 @@ class RunResult:
             metrics["heap"],
             metrics["mappings"],
             monitors,
+            policies,
         )
 
     @property
@@ -245,11 +353,28 @@ class RunResult:
                 "heap": dict(self.heap),
                 "mappings": self.mappings,
                 "monitors": {name: m.metrics() for name, m in self.monitors.items()},
+                "policies": {name: p.metrics() for name, p in self.policies.items()},
             }
         return self._metrics
 
     def __repr__(self) -> str:
-        return f"RunResult(experiment={self.experiment.name!r}, monitors={list(self.monitors)})"
+        policies = f", policies={list(self.policies)}" if self.policies else ""
+        return (
+            f"RunResult(experiment={self.experiment.name!r}, monitors={list(self.monitors)}"
+            f"{policies})"
+        )
+
+
+def tiers(experiment: Experiment) -> list[dict[str, Any]]:
+    """The experiment's memory tiers, fastest first, as normalized (name, capacity in
+    bytes, latency_ns, bandwidth, queueing); empty without `[tiering]`."""
+    tiering = experiment.to_dict().get("tiering") or {}
+    found: list[dict[str, Any]] = tiering.get("tiers") or []
+    return found
+
+
+def nr_tiers(experiment: Experiment) -> int:
+    return len(tiers(experiment))
 
 
 def save_arrays(m: MonitorResult, path: Path) -> None:
@@ -259,6 +384,14 @@ def save_arrays(m: MonitorResult, path: Path) -> None:
     columns: dict[str, Array] = {f"windows.{k}": v for k, v in m.windows.items()}
     columns |= {f"snapshots.{k}": getattr(snap, k) for k in SNAPSHOT_DTYPES}
     columns |= {f"truth.{k}": getattr(m.truth, k) for k in TRUTH_DTYPES}
+    with path.open("wb") as f:
+        np.savez_compressed(f, **columns)  # type: ignore[arg-type]
+
+
+def save_policy_arrays(p: PolicyResult, path: Path) -> None:
+    """Writes a policy run's per-window arrays as one .npz file (keys `windows.<column>`;
+    the per-tier columns are 2-D, [window, tier])."""
+    columns = {f"windows.{k}": v for k, v in p.windows.items()}
     with path.open("wb") as f:
         np.savez_compressed(f, **columns)  # type: ignore[arg-type]
 

@@ -1,11 +1,14 @@
 """`tierscope compare DIR`: the monitors of one run side by side, in the shape of the
 Telescope paper's Table 2 (kernel-thread cycles) and Figure 10 (ACCESSED bits flipped),
 with precision, recall, flushes, PMU samples, the missed hot memory and the modelled
-application slowdown.
+application slowdown. When the experiment has `[tiering]`, a second table has one row per
+policy run: speed-up over all-slow, gap to the oracle, fast-tier hit ratio, bytes
+migrated and the migrations' CPU time.
 
-It reads DIR/metrics.json only (written by `tierscope run`), prints the table and writes
-DIR/compare.md (the table as Markdown) and DIR/compare.json (the same rows). It imports
-nothing from the extension, so it also runs as `python3 python/tierscope/cli/compare.py DIR`.
+It reads DIR/metrics.json only (written by `tierscope run`), prints the table(s) and writes
+DIR/compare.md (the tables as Markdown), DIR/compare.json (the monitor rows) and, with
+policy runs, DIR/compare-policies.json (the policy rows). It imports nothing from the
+extension, so it also runs as `python3 python/tierscope/cli/compare.py DIR`.
 """
 
 from __future__ import annotations
@@ -34,12 +37,31 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("app_slowdown_percent", "app slowdown %", "{:.4f}"),
 ]
 
+#: The columns of the policy table (runs of `[tiering]` policies), like `COLUMNS`.
+POLICY_COLUMNS: list[tuple[str, str, str]] = [
+    ("run", "policy run", "{}"),
+    ("kind", "kind", "{}"),
+    ("speedup_over_slow", "speed-up over slow", "{:.3f}"),
+    ("gap_to_oracle", "gap to oracle", "{:.3f}"),
+    ("fast_hit_ratio", "fast-hit ratio", "{:.3f}"),
+    ("promoted_gb", "GB promoted", "{:.3f}"),
+    ("demoted_gb", "GB demoted", "{:.3f}"),
+    ("migration_cpu_ms", "migration CPU ms", "{:.1f}"),
+]
+
 EPILOG = """\
 columns: Gcycles = the monitor's cycles in billions (Table 2); bits flipped = ACCESSED
 bits cleared from 1 to 0 (Figure 10); window s = mean window length after warm-up (for a
 linear scan, one full pass); missed hot MiB/window = truly hot memory reported cold, the
 mean over windows after warm-up; app slowdown % = the modelled application slowdown
 (docs/BASELINES.md).
+
+policy table (runs with [tiering]): one row per policy run (`policy@monitor` for a policy
+fed by a monitor); speed-up over slow = the application time with everything on the
+slowest tier / this run's; gap to oracle = this run's time / the oracle's (1 = as good;
+- without an oracle); fast-hit ratio = share of accesses the fastest tier served;
+GB promoted/demoted = bytes migrated (10^9); migration CPU ms = CPU time of the
+migrations.
 """
 
 
@@ -61,7 +83,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=("table", "markdown", "json"),
         default="table",
-        help="what to print (default: an aligned table); the files are written regardless",
+        help="what to print (default: an aligned table); the files are written regardless. "
+        "json prints the monitor rows, or with policy runs {monitors: [...], policies: [...]}",
     )
     p.add_argument("--no-write", action="store_true", help="print only; write no files")
 
@@ -109,7 +132,31 @@ def rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _cell(value: Any, fmt: str) -> str:
+def policy_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per tiering policy run of a metrics.json document (none without
+    `[tiering]`)."""
+    out = []
+    for name, p in (metrics.get("policies") or {}).items():
+        s = p.get("summary") or {}
+        m = p.get("migration") or {}
+        cpu = s.get("migration_cpu_ns", m.get("cpu_ns"))
+        out.append(
+            {
+                "run": name,
+                "kind": p.get("kind", ""),
+                "monitor": p.get("monitor"),
+                "speedup_over_slow": s.get("speedup_over_slow"),
+                "gap_to_oracle": s.get("gap_to_oracle"),
+                "fast_hit_ratio": s.get("fast_hit_ratio"),
+                "promoted_gb": m.get("promoted_bytes", 0) / 1e9,
+                "demoted_gb": m.get("demoted_bytes", 0) / 1e9,
+                "migration_cpu_ms": None if cpu is None else cpu / 1e6,
+            }
+        )
+    return out
+
+
+def format_cell(value: Any, fmt: str) -> str:
     if value is None:
         return "-"
     try:
@@ -118,14 +165,18 @@ def _cell(value: Any, fmt: str) -> str:
         return str(value)
 
 
-def _cells(table: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    headers = [h for _, h, _ in COLUMNS]
-    body = [[_cell(r.get(k), f) for k, _, f in COLUMNS] for r in table]
+Columns = list[tuple[str, str, str]]
+
+
+def _cells(table: list[dict[str, Any]], columns: Columns) -> tuple[list[str], list[list[str]]]:
+    headers = [h for _, h, _ in columns]
+    body = [[format_cell(r.get(k), f) for k, _, f in columns] for r in table]
     return headers, body
 
 
-def format_table(table: list[dict[str, Any]]) -> str:
-    headers, body = _cells(table)
+def format_table(table: list[dict[str, Any]], columns: Columns = COLUMNS) -> str:
+    """An aligned table: the first two columns (names) left-aligned, the rest right."""
+    headers, body = _cells(table, columns)
     widths = [max(len(x) for x in col) for col in zip(headers, *body, strict=True)]
     lines = []
     for i, row in enumerate([headers, *body]):
@@ -140,8 +191,8 @@ def format_table(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def format_markdown(table: list[dict[str, Any]]) -> str:
-    headers, body = _cells(table)
+def format_markdown(table: list[dict[str, Any]], columns: Columns = COLUMNS) -> str:
+    headers, body = _cells(table, columns)
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines)
@@ -165,19 +216,31 @@ def load(directory: Path) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     try:
-        table = rows(load(directory))
+        metrics = load(directory)
     except CompareError as e:
         print(f"tierscope: error: {e}", file=sys.stderr)
         return 2
+    table, policies = rows(metrics), policy_rows(metrics)
+    markdown = format_markdown(table)
+    if policies:
+        markdown += "\n\n" + format_markdown(policies, POLICY_COLUMNS)
     if args.format == "json":
-        print(json.dumps(table, indent=2))
+        # Without policy runs, the monitor rows as before; with them, both lists.
+        doc: Any = {"monitors": table, "policies": policies} if policies else table
+        print(json.dumps(doc, indent=2))
     elif args.format == "markdown":
-        print(format_markdown(table))
+        print(markdown)
     else:
         print(format_table(table))
+        if policies:
+            print()
+            print(format_table(policies, POLICY_COLUMNS))
     if not args.no_write:
-        (directory / "compare.md").write_text(format_markdown(table) + "\n")
+        (directory / "compare.md").write_text(markdown + "\n")
         (directory / "compare.json").write_text(json.dumps(table, indent=2) + "\n")
+        if policies:
+            text = json.dumps(policies, indent=2) + "\n"
+            (directory / "compare-policies.json").write_text(text)
     return 0
 
 

@@ -44,11 +44,24 @@ examples:
   tierscope run experiments/default.toml --out runs/default
   tierscope run --masim workload.cfg --monitor damon-mod --monitor telescope-bnd \\
       --rate 10M/s --duration 30s --out runs/quick
+  tierscope run --masim workload.cfg --tiers dram:256MiB,cxl \\
+      --policy telescope-rule --policy oracle --out runs/tiering
 
 outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 <monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
-(tierscope.load(DIR) reads the directory back).
+(tierscope.load(DIR) reads the directory back); with memory tiering (a [tiering] table,
+or --tiers), also arrays-policy-<run>.npz per policy run, throughput.png and
+placement.png.
 An existing DIR is replaced only if it holds an earlier tierscope output.
+
+tiering (--tiers, --policy, --placement): these build the experiment's [tiering] table
+(docs/EXPERIMENTS.md). --tiers lists the machine's memory tiers, fastest first, each a
+tier preset with an optional capacity: a size (256MiB) or a share of the heap (20%);
+every tier but the last needs one, the last holds the rest of the heap. --policy names a
+policy that needs no settings (policies with settings need an experiment file); a policy
+fed by a monitor runs once per monitor of the experiment (the run is named
+policy@monitor), the others once. --placement names where the heap starts out. An
+unknown preset, policy or placement is refused with the accepted names.
 """
 
 
@@ -117,6 +130,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     q.add_argument("--seed", type=int, help="random seed (default 1)")
     q.add_argument("--name", help="experiment name (default: the MASIM file's name)")
+    q.add_argument(
+        "--tiers",
+        metavar="PRESET[:CAPACITY],...",
+        help="memory tiers, fastest first, e.g. dram:256MiB,cxl (at least two; capacity a "
+        "size or a share of the heap such as 20%%; the last defaults to the heap); "
+        "turns on tiering (see below)",
+    )
+    q.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME",
+        help="a tiering policy to run, repeatable (one that needs no settings; needs "
+        "--tiers; see below)",
+    )
+    q.add_argument(
+        "--placement",
+        metavar="NAME",
+        help="initial placement of the heap on the tiers (needs --tiers; default: the "
+        "experiment file's default)",
+    )
     p.set_defaults(func=main)
 
 
@@ -130,7 +163,41 @@ QUICK_DEFAULTS: dict[str, Any] = {
     "paging_levels": None,
     "seed": 1,
     "name": None,
+    "tiers": None,
+    "policy": None,
+    "placement": None,
 }
+
+
+def parse_tiers(text: str) -> list[Any]:
+    """The `tiers` list of `--tiers`: `dram:256MiB,cxl` -> `[{"preset": "dram",
+    "capacity": "256MiB"}, "cxl"]`. Values are checked by the experiment parser, whose
+    errors name the field (tiering.tiers[i].preset, .capacity)."""
+    tiers: list[Any] = []
+    for item in text.split(","):
+        preset, colon, capacity = item.strip().partition(":")
+        if colon:
+            tiers.append({"preset": preset.strip(), "capacity": capacity.strip()})
+        else:
+            tiers.append(preset.strip())
+    return tiers
+
+
+def quick_tiering(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The `[tiering]` table of the quick form, None without --tiers."""
+    if args.tiers is None:
+        for option, value in (("--policy", args.policy), ("--placement", args.placement)):
+            if value is not None:
+                raise config_error(
+                    f"{QUICK_SOURCE}: {option}",
+                    "needs --tiers (the memory tiers, e.g. --tiers dram:256MiB,cxl)",
+                )
+        return None
+    # Without --policy the list is empty and the parser says a policy is needed.
+    table: dict[str, Any] = {"tiers": parse_tiers(args.tiers), "policies": args.policy or []}
+    if args.placement is not None:
+        table["placement"] = args.placement
+    return table
 
 
 def quick_experiment(args: argparse.Namespace) -> dict[str, Any]:
@@ -151,10 +218,14 @@ def quick_experiment(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.duration is not None:
         exp["duration"] = args.duration
+    tiering = quick_tiering(args)
+    if tiering is not None:
+        exp["tiering"] = tiering
     return exp
 
 
-#: The option of the quick form that sets each field path of the experiment.
+#: The option of the quick form that sets each field path of the experiment (or a table
+#: holding it). The first match wins: longer paths come before their tables.
 OPTION_OF_FIELD = {
     "name": "--name",
     "seed": "--seed",
@@ -165,6 +236,11 @@ OPTION_OF_FIELD = {
     "workload.masim": "--masim",
     "workload.rate": "--rate",
     "monitors": "--monitor",
+    "tiering.tiers": "--tiers",
+    "tiering.policies": "--policy",
+    "tiering.placement": "--placement",
+    # The rest of the table (the engine has no tiers, ...) exists because of --tiers.
+    "tiering": "--tiers",
 }
 
 
@@ -207,6 +283,20 @@ def format_table(result: RunResult) -> str:
     return align(rows)
 
 
+def format_policy_table(result: RunResult) -> str:
+    """The table of tiering policy runs printed after a run ("" without any): the
+    columns of `tierscope compare`'s policy table but the kind."""
+    from tierscope.cli.compare import POLICY_COLUMNS, format_cell, policy_rows
+
+    columns = [c for c in POLICY_COLUMNS if c[0] != "kind"]
+    policies = policy_rows(result.metrics)
+    if not policies:
+        return ""
+    rows = [tuple(header for _, header, _ in columns)]
+    rows += [tuple(format_cell(r.get(k), f) for k, _, f in columns) for r in policies]
+    return align(rows)
+
+
 def main(args: argparse.Namespace) -> int:
     from tierscope import run
 
@@ -238,5 +328,9 @@ def main(args: argparse.Namespace) -> int:
     result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads)
     if not args.quiet:
         print(format_table(result))
+        policies = format_policy_table(result)
+        if policies:
+            print()
+            print(policies)
         print(f"outputs in {args.out}", file=sys.stderr)
     return 0
