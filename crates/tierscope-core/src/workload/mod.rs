@@ -4,10 +4,12 @@
 //! engines.
 
 pub mod density;
+pub mod kv;
 pub mod masim;
 pub mod spec;
 
 pub use density::{normal_mass, RegionDensity, DENSITY_PAGE};
+pub use kv::{GupsSpec, KvSpec};
 pub use masim::parse_masim;
 pub use spec::{
     AccessMode, Density, PatternKind, PatternSpec, PhaseSpec, RegionSpec, SpecError, WorkloadSpec,
