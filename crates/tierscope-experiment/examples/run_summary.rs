@@ -16,7 +16,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let progress = Progress::new(exp.monitors.len(), exp.duration_ns);
+    let progress = Progress::for_experiment(&exp);
     let t0 = std::time::Instant::now();
     let r = run_experiment(&exp, &progress, 0).expect("run");
     let secs = t0.elapsed().as_secs_f64();
@@ -38,6 +38,26 @@ fn main() {
             s.flushes,
             s.convergence_ms
                 .map_or("-".to_string(), |c| format!("{c:.0}"))
+        );
+    }
+    if !r.policies.is_empty() {
+        println!(
+            "\n{:<32} {:>8} {:>8} {:>8} {:>10} {:>10} {:>12}",
+            "policy", "speedup", "gap", "fast%", "promo_GB", "demo_GB", "p99_op_us"
+        );
+    }
+    for p in &r.policies {
+        let s = &p.summary;
+        println!(
+            "{:<32} {:>8.3} {:>8.3} {:>8.1} {:>10.2} {:>10.2} {:>12}",
+            p.name,
+            s.speedup_over_slow,
+            s.gap_to_oracle.unwrap_or(f64::NAN),
+            s.fast_hit_ratio * 100.0,
+            p.migration.promoted_bytes as f64 / 1e9,
+            p.migration.demoted_bytes as f64 / 1e9,
+            s.op_latency_ns
+                .map_or("-".to_string(), |l| format!("{:.1}", l[2] / 1e3))
         );
     }
     // TIERSCOPE_WINDOWS=name prints that monitor's per-window series.

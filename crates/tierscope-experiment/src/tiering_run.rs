@@ -12,7 +12,9 @@ use tierscope_core::rng::Rng;
 use tierscope_core::tiers::{TierSpec, TierTraffic};
 use tierscope_core::{Capabilities, Capability, Engine, Nanos, RegionReport, Snapshot};
 use tierscope_monitors::Truth;
-use tierscope_tiering::{window_time, Feed, MigrationStats, Migrator, Move, Policy, View};
+use tierscope_tiering::{
+    window_time, AppModel, Feed, MigrationStats, Migrator, Move, Policy, View,
+};
 
 const TIERS: Capabilities = Capabilities::of(&[Capability::Tiers]);
 
@@ -55,6 +57,10 @@ pub struct TierSummary {
     pub migration_cpu_ns: u64,
     /// CPU the monitor took, ns (its cycles at the cost model's clock).
     pub monitor_cpu_ns: f64,
+    /// Operations per second of application time, when the workload has operations.
+    pub ops_per_s: Option<f64>,
+    /// Operation latency percentiles p50, p95, p99 (ns), when it has operations.
+    pub op_latency_ns: Option<[f64; 3]>,
 }
 
 /// Everything one policy run produced.
@@ -293,6 +299,20 @@ pub fn run_policy(
     let fast: f64 = w.iter().map(|x| x.served[0]).sum();
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let monitor = job.monitor.map(|m| exp.monitors[m].name.clone());
+    let per_op = exp.workload.accesses_per_op;
+    let summary = TierSummary {
+        app_ns,
+        all_fast_ns,
+        all_slow_ns,
+        throughput: ratio(accesses, app_ns * 1e-9),
+        speedup_over_slow: ratio(all_slow_ns, app_ns),
+        gap_to_oracle: None,
+        fast_hit_ratio: ratio(fast, accesses),
+        migration_cpu_ns: stats.cpu_ns,
+        monitor_cpu_ns: monitor_cycles / exp.cost.cpu_hz * 1e9,
+        ops_per_s: per_op.map(|a| ratio(accesses / a, app_ns * 1e-9)),
+        op_latency_ns: per_op.map(|a| op_percentiles(&windows.out, a, &tiering.app)),
+    };
     Ok(PolicyRun {
         name: match &monitor {
             Some(m) => format!("{}@{m}", entry.name),
@@ -301,20 +321,39 @@ pub fn run_policy(
         policy: entry.name.clone(),
         kind: entry.config.kind(),
         monitor,
-        windows: windows.out,
+        windows: std::mem::take(&mut windows.out),
         migration: stats,
-        summary: TierSummary {
-            app_ns,
-            all_fast_ns,
-            all_slow_ns,
-            throughput: ratio(accesses, app_ns * 1e-9),
-            speedup_over_slow: ratio(all_slow_ns, app_ns),
-            gap_to_oracle: None,
-            fast_hit_ratio: ratio(fast, accesses),
-            migration_cpu_ns: stats.cpu_ns,
-            monitor_cpu_ns: monitor_cycles / exp.cost.cpu_hz * 1e9,
-        },
+        summary,
     })
+}
+
+/// Operation latency percentiles (p50, p95, p99), ns. An operation's accesses are taken to
+/// be served by one tier (its item's: an item's lines sit together), drawn with the
+/// window's served shares, each at that window's loaded latency; operations are weighted
+/// by window. docs/TIERING.md discusses the approximation.
+pub fn op_percentiles(windows: &[TierWindow], per_op: f64, app: &AppModel) -> [f64; 3] {
+    let mut points: Vec<(f64, f64)> = vec![];
+    for w in windows {
+        for (t, &served) in w.served.iter().enumerate() {
+            if served > 0.0 {
+                let latency = per_op * (app.compute_ns + w.latency_ns[t] / app.mlp);
+                points.push((latency, served / per_op));
+            }
+        }
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = points.iter().map(|p| p.1).sum();
+    let at = |q: f64| {
+        let mut seen = 0.0;
+        for &(latency, ops) in &points {
+            seen += ops;
+            if seen >= q * total {
+                return latency;
+            }
+        }
+        points.last().map_or(0.0, |p| p.0)
+    };
+    [at(0.5), at(0.95), at(0.99)]
 }
 
 /// Fills in every run's gap to the oracle's time, when an oracle ran.
@@ -446,5 +485,35 @@ policies = ["telescope-rule", "oracle", "static"{extra_policies}]
         let a = serde_json::to_string(&run("exact", "").policies).unwrap();
         let b = serde_json::to_string(&run("exact", "").policies).unwrap();
         assert_eq!(a, b);
+    }
+}
+
+#[cfg(test)]
+mod op_tests {
+    use super::*;
+
+    #[test]
+    fn op_percentiles_by_hand() {
+        // Window 1: 90 ops' worth on tier 0 (100 ns), 10 on tier 1 (300 ns); window 2:
+        // all 100 on tier 1 at a loaded 400 ns. Two accesses per op, mlp 1: op latencies
+        // 200 (90 ops), 600 (10 ops), 800 (100 ops).
+        let w = |served: Vec<f64>, latency_ns: Vec<f64>| TierWindow {
+            end_ns: 0,
+            accesses: served.iter().sum(),
+            served,
+            app_ns: 0.0,
+            all_fast_ns: 0.0,
+            all_slow_ns: 0.0,
+            latency_ns,
+            placed: vec![],
+            copied: vec![],
+        };
+        let windows = [
+            w(vec![180.0, 20.0], vec![100.0, 300.0]),
+            w(vec![0.0, 200.0], vec![100.0, 400.0]),
+        ];
+        let p = op_percentiles(&windows, 2.0, &AppModel::default());
+        // 200 ops: p50 is the 100th (600 ns), p95 and p99 in the 800 ns group.
+        assert_eq!(p, [600.0, 800.0, 800.0]);
     }
 }

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use source_map::SourceMap;
 use std::path::{Path, PathBuf};
 use tierscope_core::units::{Duration, Rate, Size, NS_PER_S};
-use tierscope_core::workload::{PhaseSpec, RegionSpec, WorkloadSpec};
+use tierscope_core::workload::{GupsSpec, KvSpec, PhaseSpec, RegionSpec, WorkloadSpec};
 use tierscope_core::{CostModel, FieldError};
 
 /// An experiment that cannot be used: file, line where known, field, message.
@@ -35,6 +35,11 @@ struct WorkloadFile {
     masim: Option<PathBuf>,
     regions: Option<Vec<RegionSpec>>,
     phases: Option<Vec<PhaseSpec>>,
+    kv: Option<KvSpec>,
+    gups: Option<GupsSpec>,
+    /// Memory accesses per application operation (set by `kv`; throughput in operations
+    /// per second divides by it).
+    accesses_per_op: Option<f64>,
     #[serde(default = "default_rate")]
     rate: Rate,
     #[serde(default = "default_threads")]
@@ -91,6 +96,8 @@ pub struct Workload {
     /// Accesses per simulated second, per thread.
     pub rate: u64,
     pub threads: u32,
+    /// Memory accesses per application operation, when the workload has operations.
+    pub accesses_per_op: Option<f64>,
 }
 
 /// A complete, validated experiment.
@@ -124,6 +131,9 @@ impl Experiment {
         let mut workload = serde_json::to_value(&self.workload.spec).expect("specs serialise");
         workload["rate"] = Value::from(self.workload.rate);
         workload["threads"] = Value::from(self.workload.threads);
+        if let Some(a) = self.workload.accesses_per_op {
+            workload["accesses_per_op"] = Value::from(a);
+        }
         let mut doc = serde_json::json!({
             "name": self.name,
             "seed": self.seed,
@@ -232,8 +242,23 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
     }
 
     let w = file.workload;
+    let generators = w.kv.is_some() as u8 + w.gups.is_some() as u8;
+    let mut accesses_per_op = w.accesses_per_op;
     let spec = match (&w.masim, &w.regions, &w.phases) {
-        (Some(path), None, None) => {
+        (None, None, None) if generators == 1 => {
+            if let Some(kv) = &w.kv {
+                kv.validate().map_err(|e| e.under("workload.kv"))?;
+                accesses_per_op = accesses_per_op.or(Some(kv.accesses_per_op()));
+                kv.to_spec()
+            } else {
+                let g = w.gups.as_ref().expect("one generator");
+                g.validate().map_err(|e| e.under("workload.gups"))?;
+                // One update loads and stores its word.
+                accesses_per_op = accesses_per_op.or(Some(2.0));
+                g.to_spec()
+            }
+        }
+        (Some(path), None, None) if generators == 0 => {
             let path = if path.is_absolute() {
                 path.clone()
             } else {
@@ -241,14 +266,15 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             };
             WorkloadSpec::from_masim_file(&path)?
         }
-        (None, Some(regions), Some(phases)) => WorkloadSpec {
+        (None, Some(regions), Some(phases)) if generators == 0 => WorkloadSpec {
             regions: regions.clone(),
             phases: phases.clone(),
         },
         _ => {
             return Err(FieldError::new(
                 "workload",
-                "give either `masim = \"FILE\"` or both `regions` and `phases`",
+                "give one of `masim = \"FILE\"`, both `regions` and `phases`, `kv = {...}` or \
+                 `gups = {...}`",
             ))
         }
     };
@@ -260,6 +286,12 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
     machine.resolve(&spec).map_err(|e| e.under("machine"))?;
     if w.rate.0 == 0 {
         return Err(FieldError::new("workload.rate", "must be positive"));
+    }
+    if accesses_per_op.is_some_and(|a| !(a.is_finite() && a >= 1.0)) {
+        return Err(FieldError::new(
+            "workload.accesses_per_op",
+            "must be at least 1",
+        ));
     }
     if w.threads == 0 || w.threads > 64 {
         return Err(FieldError::new(
@@ -325,6 +357,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             spec,
             rate: w.rate.0,
             threads: w.threads,
+            accesses_per_op,
         },
         monitors: entries,
         tiering,
