@@ -81,11 +81,11 @@ pub const TIER_PRESETS: &[TierPreset] = &[
     },
     TierPreset {
         name: "numa",
-        latency_ns: 190.0,
-        bandwidth: 57.0 * GIB,
+        latency_ns: 186.0,
+        bandwidth: 34e9,
         queueing: DEFAULT_QUEUEING,
-        source: "a remote socket's DRAM: 1.67x local latency and half its bandwidth \
-                 (the two-socket ratios docs/TIERING.md cites)",
+        source: "a remote socket's DRAM: 1.63x the dram preset's latency and 34 GB/s of \
+                 remote reads over two UPI links (docs/TIERING.md gives the measurements)",
     },
     TierPreset {
         name: "cori-fast",

@@ -203,7 +203,7 @@ pub fn run_policy(
     let mut monitor_cycles = 0.0;
     let mut engine;
     match (entry.config.feed(), job.monitor) {
-        (Feed::Accesses, Some(m)) => {
+        (Feed::Accesses | Feed::PebsSamples, Some(m)) => {
             let mc = &exp.monitors[m].config;
             engine = crate::build::engine(exp, mc.requires().with(TIERS), mc.truth())?;
             let mut monitor = mc.build(
@@ -280,7 +280,7 @@ pub fn run_policy(
                 at = next;
             }
         }
-        (Feed::Nothing, _) | (Feed::Accesses, None) => {
+        (Feed::Nothing, _) | (Feed::Accesses | Feed::PebsSamples, None) => {
             // The placement stays as it started.
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
         }
@@ -381,6 +381,15 @@ mod tests {
     /// Random loads on a 64 MiB hot region between two cold GiBs; a 256 MiB fast tier
     /// that starts out holding the first cold GiB's beginning.
     fn run(engine: &str, extra_policies: &str) -> RunResult {
+        run_with(
+            engine,
+            "damon-mod\"\n[[monitors]]\npreset = \"telescope-bnd",
+            extra_policies,
+        )
+    }
+
+    /// `run` with other monitors (presets, joined by the caller) and policies.
+    fn run_with(engine: &str, monitors: &str, extra_policies: &str) -> RunResult {
         let text = format!(
             r#"
 duration = "3s"
@@ -396,9 +405,7 @@ regions = [
 ]
 phases = [{{ name = "p", duration = "3s", patterns = [{{ region = "hot", kind = "random", mode = "rw" }}] }}]
 [[monitors]]
-preset = "damon-mod"
-[[monitors]]
-preset = "telescope-bnd"
+preset = "{monitors}"
 [tiering]
 tiers = [{{ preset = "dram", capacity = "256MiB" }}, "cxl"]
 policies = ["telescope-rule", "oracle", "static"{extra_policies}]
@@ -476,6 +483,26 @@ policies = ["telescope-rule", "oracle", "static"{extra_policies}]
                 // Detection takes windows (DAMOS also waits for cold regions to age before
                 // making room), during which the oracle is already fast.
                 assert!((1.0..2.0).contains(&gap), "{engine} {}: {gap}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn pebs_policies_promote_the_hot_region() {
+        for engine in ["exact", "stat"] {
+            let r = run_with(engine, "pebs-hemem", r#", "hemem", "memtis""#);
+            let oracle = r.policies.iter().find(|p| p.kind == "oracle").unwrap();
+            for kind in ["hemem", "memtis"] {
+                let p = r.policies.iter().find(|p| p.kind == kind).unwrap();
+                let at = format!("{engine} {}", p.name);
+                assert_eq!(p.monitor.as_deref(), Some("pebs-hemem"));
+                let s = &p.summary;
+                assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+                assert!(s.app_ns >= oracle.summary.app_ns * (1.0 - 1e-9), "{at}");
+                let last = p.windows.last().unwrap();
+                assert!(last.served[0] / last.accesses > 0.9, "{at}: {last:?}");
+                let m = &p.migration;
+                assert_eq!(m.promoted_bytes + m.demoted_bytes, m.pages * 4096, "{at}");
             }
         }
     }

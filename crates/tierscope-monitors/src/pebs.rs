@@ -94,6 +94,29 @@ impl Technique for PebsConfig {
                 help: "PEBS sampling at 10 kHz",
                 config: pebs(10_000),
             },
+            // Colloid's HeMem fork (pebs.h): period 5003, a 10 ms policy loop; every
+            // sampled page's count goes to the policy.
+            Preset {
+                name: "pebs-hemem",
+                help: "PEBS for the hemem policy: period 5003, 10 ms windows, every sample",
+                config: PebsConfig {
+                    period: Some(5003),
+                    aggr: Duration(10 * NS_PER_MS),
+                    hot_samples: 1,
+                    ..PebsConfig::default()
+                },
+            },
+            // MEMTIS's default load sampling period.
+            Preset {
+                name: "pebs-memtis",
+                help: "PEBS for the memtis policy: period 199, 100 ms windows, every sample",
+                config: PebsConfig {
+                    period: Some(199),
+                    aggr: Duration(100 * NS_PER_MS),
+                    hot_samples: 1,
+                    ..PebsConfig::default()
+                },
+            },
         ]
     }
 

@@ -4,6 +4,8 @@
 
 use crate::policy::damos::DamosConfig;
 use crate::policy::fixed::Fixed;
+use crate::policy::hemem::HememConfig;
+use crate::policy::memtis::MemtisConfig;
 use crate::policy::oracle::Oracle;
 use crate::policy::telescope_rule::TelescopeRuleConfig;
 use crate::policy::Policy;
@@ -16,6 +18,8 @@ pub enum Feed {
     /// The snapshots of a monitor of accesses (every monitor except write logs): the
     /// policy runs once per such monitor, a grid.
     Accesses,
+    /// The per-page sample counts of a `pebs` monitor: runs once per such monitor.
+    PebsSamples,
     /// The coming window's truth, migrations free (the oracle): runs once.
     Lookahead,
     /// Nothing (static placement): runs once.
@@ -27,6 +31,8 @@ pub enum Feed {
 pub enum PolicyConfig {
     TelescopeRule(TelescopeRuleConfig),
     Damos(DamosConfig),
+    Hemem(HememConfig),
+    Memtis(MemtisConfig),
     Oracle {},
     Static {},
 }
@@ -42,6 +48,14 @@ pub const POLICIES: &[(&str, &str)] = &[
         "DAMOS migrate_hot / migrate_cold schemes, as tables or a damo command line",
     ),
     (
+        "hemem",
+        "HeMem: PEBS counts per 2 MiB page, hot at 8 samples, cooling at 18, 10 ms loop",
+    ),
+    (
+        "memtis",
+        "MEMTIS: log2 histogram threshold sized to the fast tier, 500 ms periods, 100 MB/s",
+    ),
+    (
         "oracle",
         "the coming window's hot blocks on the fast tier, free migration (an upper bound)",
     ),
@@ -53,6 +67,8 @@ impl PolicyConfig {
         match self {
             PolicyConfig::TelescopeRule(_) => "telescope-rule",
             PolicyConfig::Damos(_) => "damos",
+            PolicyConfig::Hemem(_) => "hemem",
+            PolicyConfig::Memtis(_) => "memtis",
             PolicyConfig::Oracle {} => "oracle",
             PolicyConfig::Static {} => "static",
         }
@@ -62,6 +78,8 @@ impl PolicyConfig {
     pub fn named(kind: &str) -> Option<PolicyConfig> {
         Some(match kind {
             "telescope-rule" => PolicyConfig::TelescopeRule(Default::default()),
+            "hemem" => PolicyConfig::Hemem(Default::default()),
+            "memtis" => PolicyConfig::Memtis(Default::default()),
             "oracle" => PolicyConfig::Oracle {},
             "static" => PolicyConfig::Static {},
             _ => return None,
@@ -71,6 +89,7 @@ impl PolicyConfig {
     pub fn feed(&self) -> Feed {
         match self {
             PolicyConfig::TelescopeRule(_) | PolicyConfig::Damos(_) => Feed::Accesses,
+            PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) => Feed::PebsSamples,
             PolicyConfig::Oracle {} => Feed::Lookahead,
             PolicyConfig::Static {} => Feed::Nothing,
         }
@@ -82,6 +101,8 @@ impl PolicyConfig {
         match self {
             PolicyConfig::TelescopeRule(c) => c.validate(),
             PolicyConfig::Damos(c) => c.validate(tiers),
+            PolicyConfig::Hemem(c) => c.validate(),
+            PolicyConfig::Memtis(c) => c.validate(),
             PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
         }
     }
@@ -92,6 +113,8 @@ impl PolicyConfig {
         match self {
             PolicyConfig::TelescopeRule(c) => Box::new(c.build()),
             PolicyConfig::Damos(c) => Box::new(c.build(intervals)),
+            PolicyConfig::Hemem(c) => Box::new(c.build()),
+            PolicyConfig::Memtis(c) => Box::new(c.build()),
             PolicyConfig::Oracle {} => Box::new(Oracle::new()),
             PolicyConfig::Static {} => Box::new(Fixed),
         }

@@ -409,9 +409,11 @@ fn tiering_tables_parse_and_round_trip() {
 #[test]
 fn bad_tiering_is_rejected_with_file_line_and_field() {
     // (replace this, with that), the unique key at fault, the field path, the message.
-    let stat = ("engine = \"kvm\"", "engine = \"stat\"");
-    let no_pml = ("[[monitors]]\npreset = \"pml\"\n", "");
-    let cases: &[(&[(&str, &str)], &str, &str, &str)] = &[
+    const STAT: (&str, &str) = ("engine = \"kvm\"", "engine = \"stat\"");
+    const NO_PML: (&str, &str) = ("[[monitors]]\npreset = \"pml\"\n", "");
+    let (stat, no_pml) = (STAT, NO_PML);
+    type Edits<'a> = &'a [(&'a str, &'a str)];
+    let cases: &[(Edits, &str, &str, &str)] = &[
         (&[no_pml], "[tiering]", "tiering", "no memory tiers"),
         (
             &[
@@ -457,6 +459,12 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
             "damo =",
             "tiering.policies[2].schemes[0].target",
             "node 5 does not exist",
+        ),
+        (
+            &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"hemem\", monitors = [\"damon-mod\"]")],
+            "monitors = [\"damon-mod\"]",
+            "tiering.policies[2].monitors",
+            "needs PEBS samples, and `damon-mod` is a damon monitor",
         ),
         (
             &[stat, no_pml, ("preset = \"dram\"", "preset = \"hbm\"")],

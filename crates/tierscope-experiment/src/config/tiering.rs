@@ -252,13 +252,33 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
     let config: PolicyConfig =
         serde_path_to_error::deserialize(Value::Object(table)).map_err(FieldError::from)?;
     config.validate(tiers)?;
-    let usable: Vec<&MonitorEntry> = monitors
-        .iter()
-        .filter(|m| m.config.truth() == Truth::Accessed)
-        .collect();
-    let feeds = match (config.feed(), wanted) {
-        (Feed::Accesses, None) => usable.iter().map(|m| m.name.clone()).collect(),
-        (Feed::Accesses, Some(list)) => {
+    let feed = config.feed();
+    // Whether the policy can use a monitor, or why not.
+    let fits = |m: &MonitorEntry| -> Result<(), String> {
+        match feed {
+            Feed::Accesses if m.config.truth() != Truth::Accessed => Err(format!(
+                "`{}` cannot use `{}`: it reports written pages, and the policy needs accesses",
+                config.kind(),
+                m.name
+            )),
+            Feed::PebsSamples if m.config.kind() != "pebs" => Err(format!(
+                "`{}` needs PEBS samples, and `{}` is a {} monitor (use a pebs monitor, e.g. \
+                 preset = \"pebs-{}\")",
+                config.kind(),
+                m.name,
+                m.config.kind(),
+                config.kind()
+            )),
+            _ => Ok(()),
+        }
+    };
+    let feeds = match (feed, wanted) {
+        (Feed::Accesses | Feed::PebsSamples, None) => monitors
+            .iter()
+            .filter(|m| fits(m).is_ok())
+            .map(|m| m.name.clone())
+            .collect(),
+        (Feed::Accesses | Feed::PebsSamples, Some(list)) => {
             for m in &list {
                 let Some(entry) = monitors.iter().find(|e| &e.name == m) else {
                     return Err(FieldError::new(
@@ -266,16 +286,7 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
                         format!("no monitor is called `{m}`"),
                     ));
                 };
-                if entry.config.truth() != Truth::Accessed {
-                    return Err(FieldError::new(
-                        "monitors",
-                        format!(
-                            "`{}` cannot use `{m}`: it reports written pages, and the policy \
-                             needs accesses",
-                            config.kind()
-                        ),
-                    ));
-                }
+                fits(entry).map_err(|why| FieldError::new("monitors", why))?;
             }
             list
         }
@@ -287,11 +298,16 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
         }
         (_, None) => vec![],
     };
-    if config.feed() == Feed::Accesses && feeds.is_empty() {
+    if matches!(feed, Feed::Accesses | Feed::PebsSamples) && feeds.is_empty() {
+        let what = if feed == Feed::PebsSamples {
+            "a pebs monitor"
+        } else {
+            "a monitor of accesses"
+        };
         return Err(FieldError::new(
             "type",
             format!(
-                "`{}` needs a monitor of accesses, and the experiment has none",
+                "`{}` needs {what}, and the experiment has none",
                 config.kind()
             ),
         ));

@@ -1,8 +1,11 @@
 //! Tiering policies: each turns what its monitor reports into moves. One file per policy,
 //! its config beside it; [`crate::registry`] names them all.
 
+pub mod counts;
 pub mod damos;
 pub mod fixed;
+pub mod hemem;
+pub mod memtis;
 pub mod oracle;
 pub mod telescope_rule;
 
