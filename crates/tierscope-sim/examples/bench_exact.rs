@@ -1,13 +1,16 @@
 //! Benchmark (not a test): simulated accesses per second of the exact engine, one thread,
 //! random loads over the whole heap. Prints the median of several timed slices.
 //!
-//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS] [SLICE_S]`
-//! e.g. `-- 64GiB 4KiB 5`. A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
+//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS] [SLICE_S] [tiers]`
+//! e.g. `-- 64GiB 4KiB 5`. With `tiers`, a second engine with memory tiers (DRAM holding
+//! a quarter of the heap, then CXL) runs the same slices in turn with the first, and the
+//! per-slice ratio of their rates is reported (the cost of counting each access's tier). A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
 //! whose instruction counts do not depend on the machine's load.
 use std::time::Instant;
 use tierscope_core::units::{parse_size, NS_PER_S};
 use tierscope_core::workload::parse_masim;
-use tierscope_core::{Engine, PageSize};
+use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TierTraffic};
+use tierscope_core::{Engine, Machine, PageSize};
 use tierscope_sim::config::SimMachine;
 use tierscope_sim::exact::ExactEngine;
 use tierscope_sim::WorkloadParams;
@@ -43,16 +46,58 @@ fn main() {
         t0.elapsed().as_secs_f64(),
         engine.page_table_bytes() >> 20
     );
-    // Warm up one slice, then time slices.
+    let mut tiered = (args.get(4).map(String::as_str) == Some("tiers")).then(|| {
+        let mut e = ExactEngine::new(&config, &params).unwrap();
+        let tier = |name: &str, capacity| {
+            let p = tier_preset(name).unwrap();
+            TierSpec {
+                name: name.into(),
+                capacity,
+                latency_ns: p.latency_ns,
+                bandwidth: p.bandwidth,
+                queueing: p.queueing,
+            }
+        };
+        e.set_tiers(&TierSetup {
+            tiers: vec![tier("dram", bytes / 4), tier("cxl", bytes)],
+            initial: InitialPlacement::Interleaved,
+        });
+        e
+    });
+    // Warm up one slice, then time slices (in turn with the tiered engine, if any).
     let mut t = slice_ns;
     engine.advance_to(t);
+    if let Some(e) = &mut tiered {
+        e.advance_to(t);
+    }
     let mut rates = vec![];
+    let mut ratios = vec![];
+    let mut traffic = [TierTraffic::default(); 2];
     for _ in 0..repeats {
         let start = Instant::now();
         t += slice_ns;
         engine.advance_to(t);
         engine.take_truth();
-        rates.push(slice_s * 1e7 / start.elapsed().as_secs_f64());
+        let rate = slice_s * 1e7 / start.elapsed().as_secs_f64();
+        rates.push(rate);
+        if let Some(e) = &mut tiered {
+            let start = Instant::now();
+            e.advance_to(t);
+            e.take_truth();
+            e.tiers().unwrap().take_traffic(&mut traffic);
+            ratios.push(rate / (slice_s * 1e7 / start.elapsed().as_secs_f64()));
+        }
+    }
+    if !ratios.is_empty() {
+        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let served: f64 = traffic.iter().map(TierTraffic::total).sum();
+        println!(
+            "with tiers: time per access x{:.3} median (min {:.3}, max {:.3}); {:.1}% served by dram",
+            ratios[ratios.len() / 2],
+            ratios[0],
+            ratios[ratios.len() - 1],
+            100.0 * traffic[0].total() / served
+        );
     }
     rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let median = rates[rates.len() / 2];

@@ -65,6 +65,10 @@ pub fn flush_mask(kind: FlushKind, level: Level, leaf: Level, span: AddrRange) -
     }
 }
 
+/// A total log-probability of no load at or below which a load is certain in f64
+/// (`-expm1(-40) == 1.0`).
+const CERTAIN_LOAD: f64 = -40.0;
+
 /// The entry being evaluated.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -98,7 +102,36 @@ pub fn log_no_load(
     flushes: &[FlushEvent],
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
+    // An entry no pattern can reach (random patterns whose density has no mass on its
+    // span, a gaussian's far tail) is never loaded, however long the interval: every term
+    // below would be zero. Answering that up front keeps reads of long-unread cold
+    // entries from walking every segment and flush since (their number grows with the
+    // run).
+    let reachable = w.workload.patterns.iter().any(|p| {
+        p.region.overlap(&t.span) > 0
+            && (p.kind == PatternKind::Sequential
+                || (!(t.stores_only && p.store_share() == 0.0)
+                    && p.mass(AddrRange::new(
+                        t.span.start.max(p.region.start),
+                        t.span.end.min(p.region.end),
+                    )) > 0.0))
+    });
+    if !reachable {
+        return 0.0;
+    }
     let mut total = 0.0f64;
+    // The mass of the span under a pattern is the same in every segment of the pattern:
+    // remember the last few (a gaussian's costs two exponentials).
+    let mut memo = [(u32::MAX, 0.0f64); 4];
+    let mut mass_of = |id: u32, p: &crate::stat::density::Pattern, inside: AddrRange| {
+        if let Some(&(_, m)) = memo.iter().find(|e| e.0 == id) {
+            return m;
+        }
+        let m = p.mass(inside);
+        memo.rotate_right(1);
+        memo[0] = (id, m);
+        m
+    };
     for sched in w.schedules {
         let segs = &sched.segments;
         let mut si = sched.find(ia);
@@ -146,7 +179,7 @@ pub fn log_no_load(
                             );
                             // `share` is 1 or 1/2: scaling the mass by it rounds exactly as
                             // scaling the overlap did before densities existed.
-                            let s = share * p.mass(inside);
+                            let s = share * mass_of(seg.pattern, p, inside);
                             let q = c.load_probability(t.level, key, inside, f);
                             if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() {
                                 total += leaf_log_no_load(n as f64 * s, q);
@@ -185,6 +218,11 @@ pub fn log_no_load(
                         }
                     }
                 }
+            }
+            // Terms only lower the total; below this the caller's probability of a load,
+            // `-expm1(total)`, is exactly 1.0 in f64, so the rest cannot change the answer.
+            if total <= CERTAIN_LOAD {
+                return total;
             }
             x = y;
             if x >= seg.end() {
