@@ -1,5 +1,7 @@
 """`tierscope repro telescope`: run the Telescope paper's experiments (experiments/paper/,
-statistical engine) and print our numbers next to the paper's.
+statistical engine) and print our numbers next to the paper's. `tierscope repro
+telescope-tiering`: the shape of its section 6.3 (tiering driven by each monitor, key-value
+stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/.
 
 The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
 --executor local or ray; stopped, a rerun with the same DIR resumes it). For each
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierscope import paper
+from tierscope import paper, repro_tiering
 from tierscope.experiment import config_error
 from tierscope.texttable import align
 
@@ -49,13 +51,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paper", choices=["telescope"], help="which paper (telescope)")
-    p.add_argument("--out", default="runs/repro-telescope", metavar="DIR", help="output directory")
+    p.add_argument(
+        "paper",
+        choices=["telescope", "telescope-tiering"],
+        help="which paper: telescope (section 6.2) or telescope-tiering (section 6.3)",
+    )
+    p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
     p.add_argument(
         "--only",
         action="append",
         metavar="NAME",
-        help=f"run only this experiment (repeatable): {', '.join(paper.EXPERIMENTS)}",
+        help="run only this experiment (repeatable): "
+        f"{', '.join(paper.EXPERIMENTS)} (telescope); "
+        f"{', '.join(repro_tiering.EXPERIMENTS)} (telescope-tiering)",
     )
     p.add_argument(
         "--threads", type=int, default=0, metavar="N", help="runs at once (0: one per core)"
@@ -209,6 +217,16 @@ def main(args: argparse.Namespace) -> int:
     from tierscope import load, run_sweep
     from tierscope.plot import timeline
 
+    if args.out is None:
+        args.out = f"runs/repro-{args.paper}"
+    if args.paper == "telescope-tiering":
+        return repro_tiering.main(
+            Path(args.out),
+            only=args.only,
+            executor=args.executor,
+            jobs=args.threads,
+            progress=not args.quiet,
+        )
     names = args.only or list(paper.EXPERIMENTS)
     unknown = [n for n in names if n not in paper.EXPERIMENTS]
     if unknown:

@@ -107,19 +107,6 @@ pub fn log_no_load(
     // below would be zero. Answering that up front keeps reads of long-unread cold
     // entries from walking every segment and flush since (their number grows with the
     // run).
-    let reachable = w.workload.patterns.iter().any(|p| {
-        p.region.overlap(&t.span) > 0
-            && (p.kind == PatternKind::Sequential
-                || (!(t.stores_only && p.store_share() == 0.0)
-                    && p.mass(AddrRange::new(
-                        t.span.start.max(p.region.start),
-                        t.span.end.min(p.region.end),
-                    )) > 0.0))
-    });
-    if !reachable {
-        return 0.0;
-    }
-    let mut total = 0.0f64;
     // The mass of the span under a pattern is the same in every segment of the pattern:
     // remember the last few (a gaussian's costs two exponentials).
     let mut memo = [(u32::MAX, 0.0f64); 4];
@@ -132,6 +119,23 @@ pub fn log_no_load(
         memo[0] = (id, m);
         m
     };
+    let reachable = w.workload.patterns.iter().enumerate().any(|(id, p)| {
+        p.region.overlap(&t.span) > 0
+            && (p.kind == PatternKind::Sequential
+                || (!(t.stores_only && p.store_share() == 0.0)
+                    && mass_of(
+                        id as u32,
+                        p,
+                        AddrRange::new(
+                            t.span.start.max(p.region.start),
+                            t.span.end.min(p.region.end),
+                        ),
+                    ) > 0.0))
+    });
+    if !reachable {
+        return 0.0;
+    }
+    let mut total = 0.0f64;
     for sched in w.schedules {
         let segs = &sched.segments;
         let mut si = sched.find(ia);
