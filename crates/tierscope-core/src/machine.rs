@@ -242,6 +242,14 @@ pub trait Engine: Machine + Send {
     /// least the configured threshold number of times since the previous call.
     fn take_truth(&mut self) -> BlockIntervals;
 
+    /// Closes the truth window as [`Engine::take_truth`] does, but returns how often each
+    /// part of the heap was accessed: disjoint ranges with their accesses per byte
+    /// (expected accesses on the statistical engine). For the tiering oracle, which runs
+    /// an engine of its own one window ahead. Engines without it return nothing.
+    fn take_truth_heat(&mut self) -> Vec<(crate::addr::AddrRange, f64)> {
+        Vec::new()
+    }
+
     /// The workload's memory, as one range (heatmaps use offsets from its start).
     fn heap(&self) -> crate::addr::AddrRange;
 

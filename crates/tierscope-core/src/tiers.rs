@@ -26,6 +26,10 @@ pub struct TierSpec {
     /// Queueing coefficient `k` of the loaded-latency curve
     /// `latency(u) = latency_ns * (1 + k * u / (1 - u))`, `u` the utilisation.
     pub queueing: f64,
+    /// Bytes per second other tenants move on the tier (an antagonist): part of its
+    /// utilisation, never of the workload's accesses.
+    #[serde(default)]
+    pub background: f64,
 }
 
 impl TierSpec {
@@ -112,9 +116,9 @@ pub fn tier_preset(name: &str) -> Option<&'static TierPreset> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum InitialPlacement {
-    /// Lowest addresses first into the fastest tier until it is full, then the next
-    /// (MASIM touches its regions in order at start-up, so address order is first-touch
-    /// order).
+    /// In first-touch order into the fastest tier until it is full, then the next: the
+    /// workload's regions in the order it lists them (MASIM initialises them in that order
+    /// at start-up), each from its start.
     #[default]
     FirstTouchFast,
     /// 2 MiB granules round-robin over the tiers that still have room.
@@ -141,8 +145,9 @@ pub struct TierSetup {
 }
 
 impl TierSetup {
-    /// The placement of `heap` before any migration.
-    pub fn initial_placement(&self, heap: AddrRange) -> Placement {
+    /// The placement of `heap` before any migration; `touch_order` lists the workload's
+    /// regions in the order it first touches them.
+    pub fn initial_placement(&self, heap: AddrRange, touch_order: &[AddrRange]) -> Placement {
         let n = self.tiers.len();
         let last = (n - 1) as u8;
         match self.initial {
@@ -150,11 +155,20 @@ impl TierSetup {
             InitialPlacement::AllFast => Placement::new(heap, 0, n),
             InitialPlacement::FirstTouchFast => {
                 let mut p = Placement::new(heap, last, n);
-                let mut at = heap.start;
-                for (t, spec) in self.tiers.iter().enumerate().take(n - 1) {
-                    let end = at.saturating_add(spec.capacity & !4095).min(heap.end);
-                    p.set(AddrRange::new(at, end), t as u8);
-                    at = end;
+                let mut tier = 0;
+                let mut room = self.tiers[0].capacity;
+                for r in touch_order {
+                    let mut at = r.start;
+                    while at < r.end && tier < n - 1 {
+                        let end = at.saturating_add(room & !4095).min(r.end);
+                        p.set(AddrRange::new(at, end), tier as u8);
+                        room -= end - at;
+                        at = end;
+                        if room < 4096 {
+                            tier += 1;
+                            room = self.tiers[tier].capacity;
+                        }
+                    }
                 }
                 p
             }
@@ -223,6 +237,7 @@ mod tests {
             latency_ns: 100.0,
             bandwidth: 1e9,
             queueing: DEFAULT_QUEUEING,
+            background: 0.0,
         };
         TierSetup {
             tiers: vec![mk("fast", fast), mk("slow", u64::MAX)],
@@ -243,11 +258,20 @@ mod tests {
     #[test]
     fn initial_placements_respect_capacity() {
         let heap = AddrRange::new(1 << 30, (1 << 30) + (100 << 20));
-        let p = setup(InitialPlacement::FirstTouchFast, 30 << 20).initial_placement(heap);
+        // Two regions, the first listed at the top (laid out top-down): first touch fills
+        // it from its start, then the second.
+        let mib = |m: u64| heap.start + (m << 20);
+        let order = [
+            AddrRange::new(mib(80), mib(100)),
+            AddrRange::new(mib(0), mib(80)),
+        ];
+        let p = setup(InitialPlacement::FirstTouchFast, 30 << 20).initial_placement(heap, &order);
         assert_eq!(p.bytes_on(0), 30 << 20);
-        assert_eq!(p.tier_of(heap.start), 0);
-        assert_eq!(p.tier_of(heap.start + (30 << 20)), 1);
-        let p = setup(InitialPlacement::Interleaved, 30 << 20).initial_placement(heap);
+        assert_eq!(p.tier_of(mib(80)), 0);
+        assert_eq!(p.tier_of(mib(99)), 0);
+        assert_eq!(p.tier_of(mib(9)), 0);
+        assert_eq!(p.tier_of(mib(10)), 1);
+        let p = setup(InitialPlacement::Interleaved, 30 << 20).initial_placement(heap, &order);
         assert_eq!(
             p.bytes_on(0),
             30 << 20,
@@ -256,9 +280,9 @@ mod tests {
         assert_eq!(p.tier_of(heap.start), 0);
         assert_eq!(p.tier_of(heap.start + (2 << 20)), 1);
         assert_eq!(p.tier_of(heap.start + (4 << 20)), 0);
-        let p = setup(InitialPlacement::AllSlow, 30 << 20).initial_placement(heap);
+        let p = setup(InitialPlacement::AllSlow, 30 << 20).initial_placement(heap, &order);
         assert_eq!(p.bytes_on(1), 100 << 20);
-        let p = setup(InitialPlacement::AllFast, 30 << 20).initial_placement(heap);
+        let p = setup(InitialPlacement::AllFast, 30 << 20).initial_placement(heap, &order);
         assert_eq!(p.bytes_on(0), 100 << 20);
     }
 }

@@ -7,9 +7,9 @@
 //! per-slice ratio of their rates is reported (the cost of counting each access's tier). A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
 //! whose instruction counts do not depend on the machine's load.
 use std::time::Instant;
+use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TierTraffic};
 use tierscope_core::units::{parse_size, NS_PER_S};
 use tierscope_core::workload::parse_masim;
-use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TierTraffic};
 use tierscope_core::{Engine, Machine, PageSize};
 use tierscope_sim::config::SimMachine;
 use tierscope_sim::exact::ExactEngine;
@@ -56,6 +56,7 @@ fn main() {
                 latency_ns: p.latency_ns,
                 bandwidth: p.bandwidth,
                 queueing: p.queueing,
+                background: 0.0,
             }
         };
         e.set_tiers(&TierSetup {

@@ -106,7 +106,7 @@ impl ExactEngine {
 
     /// Gives the machine memory tiers, placed as `setup` says.
     pub fn set_tiers(&mut self, setup: &TierSetup) {
-        self.tiers = Some(TierState::new(setup, self.layout.heap));
+        self.tiers = Some(TierState::new(setup, &self.layout));
     }
 
     /// One thread, no PMU: the fast path. Accesses are generated PREFETCH_DISTANCE ahead
@@ -289,6 +289,10 @@ impl Engine for ExactEngine {
 
     fn take_truth(&mut self) -> BlockIntervals {
         self.truth.take()
+    }
+
+    fn take_truth_heat(&mut self) -> Vec<(AddrRange, f64)> {
+        self.truth.take_heat()
     }
 
     fn heap(&self) -> AddrRange {

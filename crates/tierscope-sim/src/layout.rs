@@ -31,6 +31,25 @@ pub const fn align_up(x: u64, align: u64) -> u64 {
     (x + align - 1) & !(align - 1)
 }
 
+impl Layout {
+    /// The workload's regions in the spec's order (each rounded up to 2 MiB; laid out
+    /// top-down, so the first is the highest).
+    pub fn regions(&self) -> Vec<AddrRange> {
+        self.region_starts
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                let end = if i == 0 {
+                    self.heap.end
+                } else {
+                    self.region_starts[i - 1]
+                };
+                AddrRange::new(start, end)
+            })
+            .collect()
+    }
+}
+
 /// Lays out `spec`. Regions are rounded up to whole 2 MiB blocks (so THP can map them) and
 /// placed contiguously; fails when they do not fit in the user address space.
 pub fn lay_out(spec: &WorkloadSpec, paging: Paging, page: PageSize) -> Result<Layout, String> {

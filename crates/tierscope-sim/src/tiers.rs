@@ -4,6 +4,7 @@
 //! batch segments and the patterns' densities over the placement's runs
 //! ([`TierState::account_segments`]), with no per-access work.
 
+use crate::layout::Layout;
 use crate::stat::density::{Schedule, Workload};
 use tierscope_core::tiers::{TierSetup, TierSpec, TierTraffic, Tiers};
 use tierscope_core::workload::PatternKind;
@@ -22,10 +23,11 @@ pub struct TierState {
 }
 
 impl TierState {
-    pub fn new(setup: &TierSetup, heap: AddrRange) -> Self {
+    /// Tiers for the heap of `layout`, placed as `setup` says.
+    pub fn new(setup: &TierSetup, layout: &Layout) -> Self {
         TierState {
             specs: setup.tiers.clone(),
-            placement: setup.initial_placement(heap),
+            placement: setup.initial_placement(layout.heap, &layout.regions()),
             traffic: vec![TierTraffic::default(); setup.tiers.len()],
             version: 0,
             shares: vec![],

@@ -40,6 +40,25 @@ impl TruthRecorder {
         *c = c.saturating_add(1);
     }
 
+    /// Accesses per byte of every block touched since the last call (adjacent blocks with
+    /// equal counts merged), sorted; resets, as [`TruthRecorder::take`] does.
+    pub fn take_heat(&mut self) -> Vec<(AddrRange, f64)> {
+        self.touched.sort_unstable();
+        let bs = 1u64 << self.shift;
+        let mut out: Vec<(AddrRange, f64)> = vec![];
+        for &i in &self.touched {
+            let c = std::mem::take(&mut self.counts[i as usize]);
+            let start = (self.first_block + i as u64) << self.shift;
+            let per_byte = f64::from(c) / bs as f64;
+            match out.last_mut() {
+                Some((r, d)) if r.end == start && *d == per_byte => r.end += bs,
+                _ => out.push((AddrRange::new(start, start + bs), per_byte)),
+            }
+        }
+        self.touched.clear();
+        out
+    }
+
     /// The hot blocks since the last call, as intervals of global block numbers; resets.
     pub fn take(&mut self) -> BlockIntervals {
         self.touched.sort_unstable();

@@ -99,7 +99,7 @@ impl StatEngine {
 
     /// Gives the machine memory tiers, placed as `setup` says.
     pub fn set_tiers(&mut self, setup: &TierSetup) {
-        self.tiers = Some(TierState::new(setup, self.layout.heap));
+        self.tiers = Some(TierState::new(setup, &self.layout));
     }
 
     /// Bytes of per-entry state (for memory reports).
@@ -357,6 +357,18 @@ impl Engine for StatEngine {
             self.block_shift,
             self.truth_threshold,
             self.seed,
+        );
+        self.truth_from = ib;
+        out
+    }
+
+    fn take_truth_heat(&mut self) -> Vec<(AddrRange, f64)> {
+        let ib = self.workload.count_at(self.now);
+        let out = super::truth::heat(
+            &self.workload,
+            &self.schedules,
+            (self.truth_from, ib),
+            self.block_shift,
         );
         self.truth_from = ib;
         out

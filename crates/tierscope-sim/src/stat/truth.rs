@@ -144,6 +144,39 @@ fn pieces(w: &Workload, schedules: &[Schedule], ia: u64, ib: u64, shift: u32) ->
     out
 }
 
+/// The expected accesses per byte of `[ia, ib)` of every thread, as disjoint
+/// constant-density ranges, sorted (the oracle's view of a window).
+pub fn heat(
+    w: &Workload,
+    schedules: &[Schedule],
+    (ia, ib): (u64, u64),
+    shift: u32,
+) -> Vec<(AddrRange, f64)> {
+    let ps = pieces(w, schedules, ia, ib, shift);
+    let mut cuts: Vec<(u64, f64)> = vec![];
+    for p in &ps {
+        cuts.push((p.start, p.per_byte));
+        cuts.push((p.end, -p.per_byte));
+    }
+    cuts.sort_by_key(|c| c.0);
+    let mut out = vec![];
+    let mut d = 0.0f64;
+    let mut i = 0;
+    while i < cuts.len() {
+        let at = cuts[i].0;
+        while i < cuts.len() && cuts[i].0 == at {
+            d += cuts[i].1;
+            i += 1;
+        }
+        if let Some(&(next, _)) = cuts.get(i) {
+            if d > 1e-300 && next > at {
+                out.push((AddrRange::new(at, next), d));
+            }
+        }
+    }
+    out
+}
+
 /// Hot blocks (`address >> shift`) of the accesses `[ia, ib)` of every thread; `seed`
 /// seeds the draws of sparse blocks of non-uniform densities.
 pub fn hot_blocks(
