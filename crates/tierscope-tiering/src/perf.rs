@@ -10,8 +10,8 @@
 //! T = N * compute + sum_i n_i * L_i(u_i) / mlp,    u_i = (n_i * line + m_i) / (B_i * T)
 //! ```
 //!
-//! with `L_i` the tier's loaded-latency curve ([`TierSpec::loaded_latency`]), `B_i` its
-//! bandwidth, `line` the bytes one access moves (a cache line) and `mlp` the accesses in
+//! (plus `background_i / B_i` when other tenants load the tier) with `L_i` the tier's
+//! loaded-latency curve ([`TierSpec::loaded_latency`]), `B_i` its bandwidth, `line` the bytes one access moves (a cache line) and `mlp` the accesses in
 //! flight at once. The right side falls as `T` grows (less load, lower latency), so the
 //! fixed point is unique; it is found by bisection. A window whose traffic exceeds a
 //! tier's bandwidth is stretched until it fits (`u_i < 1`). docs/TIERING.md gives each
@@ -70,16 +70,17 @@ pub fn window_time(
     let f = |t: f64| {
         let mut sum = n * app.compute_ns;
         for (i, spec) in tiers.iter().enumerate() {
-            let u = bytes[i] / (spec.bandwidth * 1e-9 * t);
+            let u = bytes[i] / (spec.bandwidth * 1e-9 * t) + spec.background / spec.bandwidth;
             sum += traffic[i].total() * spec.loaded_latency(u) / app.mlp;
         }
         sum
     };
     // Below `lo` some tier would carry more than its bandwidth allows.
+    // (Validation keeps a tier's background below its bandwidth times MAX_UTILISATION.)
     let lo = tiers
         .iter()
         .zip(&bytes)
-        .map(|(s, &b)| b / (s.bandwidth * 1e-9 * MAX_UTILISATION))
+        .map(|(s, &b)| b / ((s.bandwidth * MAX_UTILISATION - s.background) * 1e-9))
         .fold(0.0f64, f64::max);
     let time = if n == 0.0 && lo == 0.0 {
         0.0
@@ -109,11 +110,12 @@ pub fn window_time(
         .iter()
         .zip(&bytes)
         .map(|(s, &b)| {
-            if time > 0.0 {
+            let own = if time > 0.0 {
                 b / (s.bandwidth * 1e-9 * time)
             } else {
                 0.0
-            }
+            };
+            own + s.background / s.bandwidth
         })
         .collect();
     let latency_ns = tiers
@@ -139,6 +141,7 @@ mod tests {
             latency_ns,
             bandwidth,
             queueing,
+            background: 0.0,
         }
     }
 
@@ -217,6 +220,18 @@ mod tests {
         let busy = window_time(&AppModel::default(), &tiers, &traffic(&[1000.0]), &[50e3]);
         assert!(busy.time_ns > quiet.time_ns);
         assert!(busy.utilisation[0] > quiet.utilisation[0]);
+    }
+
+    #[test]
+    fn background_traffic_loads_the_tier() {
+        // k = 1, background b: T (1 - u) = n L0 with u = n 64 / (B T) + b / B, so
+        // T = (n L0 + n 64 / B) / (1 - b / B).
+        let (n, l0, bw) = (1000.0, 100.0, 1e9);
+        let mut t = tier(l0, bw, 1.0);
+        t.background = 0.5e9;
+        let w = window_time(&AppModel::default(), &[t], &traffic(&[n]), &[0.0]);
+        let want = (n * l0 + n * 64.0 / (bw * 1e-9)) / 0.5;
+        assert!((w.time_ns - want).abs() / want < 1e-9, "{w:?} vs {want}");
     }
 
     #[test]

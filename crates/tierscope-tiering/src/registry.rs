@@ -2,6 +2,7 @@
 //! `policy/` (config + `impl Policy`), `pub mod` in policy/mod.rs, one arm in each match
 //! below and one line in [`POLICIES`].
 
+use crate::policy::colloid::ColloidConfig;
 use crate::policy::damos::DamosConfig;
 use crate::policy::fixed::Fixed;
 use crate::policy::hemem::HememConfig;
@@ -33,6 +34,7 @@ pub enum PolicyConfig {
     Damos(DamosConfig),
     Hemem(HememConfig),
     Memtis(MemtisConfig),
+    Colloid(ColloidConfig),
     Oracle {},
     Static {},
 }
@@ -56,6 +58,10 @@ pub const POLICIES: &[(&str, &str)] = &[
         "MEMTIS: log2 histogram threshold sized to the fast tier, 500 ms periods, 100 MB/s",
     ),
     (
+        "colloid",
+        "Colloid on HeMem's hotness: balance the tiers' loaded latencies (5%, 500 ms quantum)",
+    ),
+    (
         "oracle",
         "the coming window's hot blocks on the fast tier, free migration (an upper bound)",
     ),
@@ -69,6 +75,7 @@ impl PolicyConfig {
             PolicyConfig::Damos(_) => "damos",
             PolicyConfig::Hemem(_) => "hemem",
             PolicyConfig::Memtis(_) => "memtis",
+            PolicyConfig::Colloid(_) => "colloid",
             PolicyConfig::Oracle {} => "oracle",
             PolicyConfig::Static {} => "static",
         }
@@ -80,6 +87,7 @@ impl PolicyConfig {
             "telescope-rule" => PolicyConfig::TelescopeRule(Default::default()),
             "hemem" => PolicyConfig::Hemem(Default::default()),
             "memtis" => PolicyConfig::Memtis(Default::default()),
+            "colloid" => PolicyConfig::Colloid(Default::default()),
             "oracle" => PolicyConfig::Oracle {},
             "static" => PolicyConfig::Static {},
             _ => return None,
@@ -89,7 +97,9 @@ impl PolicyConfig {
     pub fn feed(&self) -> Feed {
         match self {
             PolicyConfig::TelescopeRule(_) | PolicyConfig::Damos(_) => Feed::Accesses,
-            PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) => Feed::PebsSamples,
+            PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) | PolicyConfig::Colloid(_) => {
+                Feed::PebsSamples
+            }
             PolicyConfig::Oracle {} => Feed::Lookahead,
             PolicyConfig::Static {} => Feed::Nothing,
         }
@@ -103,6 +113,7 @@ impl PolicyConfig {
             PolicyConfig::Damos(c) => c.validate(tiers),
             PolicyConfig::Hemem(c) => c.validate(),
             PolicyConfig::Memtis(c) => c.validate(),
+            PolicyConfig::Colloid(c) => c.validate(),
             PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
         }
     }
@@ -115,6 +126,7 @@ impl PolicyConfig {
             PolicyConfig::Damos(c) => Box::new(c.build(intervals)),
             PolicyConfig::Hemem(c) => Box::new(c.build()),
             PolicyConfig::Memtis(c) => Box::new(c.build()),
+            PolicyConfig::Colloid(c) => Box::new(c.build()),
             PolicyConfig::Oracle {} => Box::new(Oracle::new()),
             PolicyConfig::Static {} => Box::new(Fixed),
         }

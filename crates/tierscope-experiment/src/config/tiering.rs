@@ -7,7 +7,7 @@ use super::monitors::MonitorEntry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TIER_PRESETS};
-use tierscope_core::units::{parse_size, Duration};
+use tierscope_core::units::{parse_size, Duration, Size};
 use tierscope_core::{Capability, FieldError};
 use tierscope_monitors::Truth;
 use tierscope_tiering::{AppModel, Feed, MigrationConfig, PolicyConfig, POLICIES};
@@ -31,6 +31,8 @@ struct TierTable {
     /// Bytes per second.
     bandwidth: Option<f64>,
     queueing: Option<f64>,
+    /// Bytes per second of other tenants' traffic (a size per second, e.g. "40GB").
+    background: Option<Size>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -85,6 +87,7 @@ impl Tiering {
                     "latency_ns": t.latency_ns,
                     "bandwidth": t.bandwidth,
                     "queueing": t.queueing,
+                    "background": Size(t.background as u64),
                 })
             })
             .collect();
@@ -145,6 +148,7 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
             latency_ns: None,
             bandwidth: None,
             queueing: None,
+            background: None,
         },
         TierEntry::Table(t) => t.clone(),
     };
@@ -183,7 +187,18 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
         latency_ns: need(table.latency_ns, "latency_ns", preset.map(|p| p.latency_ns))?,
         bandwidth: need(table.bandwidth, "bandwidth", preset.map(|p| p.bandwidth))?,
         queueing: need(table.queueing, "queueing", preset.map(|p| p.queueing))?,
+        background: table.background.map_or(0.0, |b| b.0 as f64),
     };
+    if spec.background >= spec.bandwidth * 0.9 {
+        return Err(FieldError::new(
+            "background",
+            format!(
+                "{} bytes/s would leave the tier no room: keep it below 90% of its bandwidth \
+                 ({} bytes/s)",
+                spec.background, spec.bandwidth
+            ),
+        ));
+    }
     for (field, v) in [
         ("latency_ns", spec.latency_ns),
         ("bandwidth", spec.bandwidth),

@@ -83,6 +83,10 @@ impl Memtis {
         let mut total = 0u64;
         let mut lowest = BINS;
         for b in (1..BINS).rev() {
+            if bytes[b] == 0 {
+                // An empty bin must not lower the threshold past the pages it would admit.
+                continue;
+            }
             if total + bytes[b] > capacity {
                 break;
             }

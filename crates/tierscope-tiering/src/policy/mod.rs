@@ -1,6 +1,7 @@
 //! Tiering policies: each turns what its monitor reports into moves. One file per policy,
 //! its config beside it; [`crate::registry`] names them all.
 
+pub mod colloid;
 pub mod counts;
 pub mod damos;
 pub mod fixed;
@@ -18,6 +19,9 @@ pub struct View<'a> {
     pub now: Nanos,
     pub tiers: &'a [TierSpec],
     pub placement: &'a Placement,
+    /// Each tier's loaded latency over the last performance window, ns (what Colloid
+    /// measures from the memory controllers' queue occupancy; idle before the first).
+    pub latency_ns: &'a [f64],
 }
 
 impl View<'_> {
@@ -54,6 +58,10 @@ impl View<'_> {
 pub trait Policy: Send {
     /// A snapshot from the monitor feeding it.
     fn observe(&mut self, snapshot: &Snapshot);
+
+    /// The coming window's accesses per byte, by range (policies fed by the lookahead
+    /// truth, the oracle; others ignore it).
+    fn observe_heat(&mut self, _heat: &[(AddrRange, f64)]) {}
 
     /// When it next wants to act (`Nanos::MAX`: not until the next snapshot).
     fn next_action(&self) -> Nanos;

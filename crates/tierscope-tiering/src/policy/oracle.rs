@@ -1,7 +1,7 @@
-//! The oracle: before each window it is told which blocks the window will access at least
-//! the truth threshold times (the runner reads them from a second engine running one
-//! window ahead on the same seed: the access stream does not depend on placement), puts
-//! them on the fast tier in address order up to its capacity and everything else on the
+//! The oracle: before each window it is told how often every part of the heap will be
+//! accessed in it (the runner reads that from a second engine running one window ahead on
+//! the same seed: the access stream does not depend on placement), puts the most
+//! densely accessed ranges on the fast tier up to its capacity and everything else on the
 //! slowest tier, and its moves cost nothing. It bounds policies that pack hot data into
 //! the fast tier, not policies that balance load across tiers (docs/TIERING.md).
 
@@ -9,25 +9,22 @@ use super::{Policy, View};
 use crate::migration::Move;
 use tierscope_core::{AddrRange, Nanos, Snapshot};
 
+#[derive(Default)]
 pub struct Oracle {
-    coming: Option<Snapshot>,
+    coming: Option<Vec<(AddrRange, f64)>>,
 }
 
 impl Oracle {
     pub fn new() -> Self {
-        Oracle { coming: None }
-    }
-}
-
-impl Default for Oracle {
-    fn default() -> Self {
-        Self::new()
+        Oracle::default()
     }
 }
 
 impl Policy for Oracle {
-    fn observe(&mut self, snapshot: &Snapshot) {
-        self.coming = Some(snapshot.clone());
+    fn observe(&mut self, _: &Snapshot) {}
+
+    fn observe_heat(&mut self, heat: &[(AddrRange, f64)]) {
+        self.coming = Some(heat.to_vec());
     }
 
     fn next_action(&self) -> Nanos {
@@ -39,28 +36,82 @@ impl Policy for Oracle {
     }
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {
-        let Some(s) = self.coming.take() else {
+        let Some(mut heat) = self.coming.take() else {
             return;
         };
+        let heap = view.placement.range();
         out.push(Move {
-            range: view.placement.range(),
+            range: heap,
             to: view.slowest(),
         });
-        let mut room = view.tiers[0].capacity;
-        for r in &s.regions {
-            let range = AddrRange::new(r.start, r.end);
-            let len = range.overlap(&view.placement.range()).min(room);
+        // Densest first; equal densities in address order.
+        heat.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.start.cmp(&b.0.start)));
+        let mut room = view.tiers[0].capacity & !4095;
+        for (r, _) in heat {
+            let start = r.start.max(heap.start).next_multiple_of(4096);
+            let end = r.end.min(heap.end).next_multiple_of(4096).min(heap.end);
+            if end <= start {
+                continue;
+            }
+            let len = (end - start).min(room);
             if len == 0 {
                 break;
             }
             room -= len;
             out.push(Move {
-                range: AddrRange::new(
-                    range.start.max(view.placement.range().start),
-                    range.start.max(view.placement.range().start) + len,
-                ),
+                range: AddrRange::new(start, start + len),
                 to: 0,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::tiers::TierSpec;
+    use tierscope_core::Placement;
+
+    #[test]
+    fn densest_ranges_fill_the_fast_tier() {
+        let heap = AddrRange::new(1 << 30, (1 << 30) + (10 << 20));
+        let placement = Placement::new(heap, 0, 2);
+        let t = |capacity| TierSpec {
+            name: "t".into(),
+            capacity,
+            latency_ns: 1.0,
+            bandwidth: 1.0,
+            queueing: 0.0,
+            background: 0.0,
+        };
+        let tiers = [t(3 << 20), t(u64::MAX)];
+        let view = View {
+            now: 0,
+            tiers: &tiers,
+            placement: &placement,
+            latency_ns: &[1.0, 1.0],
+        };
+        let mib = |m: u64| heap.start + (m << 20);
+        let mut oracle = Oracle::new();
+        oracle.observe_heat(&[
+            (AddrRange::new(mib(0), mib(4)), 1.0),
+            (AddrRange::new(mib(6), mib(8)), 5.0),
+        ]);
+        let mut out = vec![];
+        oracle.act(&view, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                Move { range: heap, to: 1 },
+                Move {
+                    range: AddrRange::new(mib(6), mib(8)),
+                    to: 0
+                },
+                Move {
+                    range: AddrRange::new(mib(0), mib(1)),
+                    to: 0
+                },
+            ]
+        );
     }
 }

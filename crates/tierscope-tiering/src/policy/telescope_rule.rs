@@ -113,6 +113,7 @@ mod tests {
             latency_ns: 1.0,
             bandwidth: 1.0,
             queueing: 0.0,
+            background: 0.0,
         };
         vec![t(fast), t(u64::MAX)]
     }
@@ -138,6 +139,7 @@ mod tests {
             now: 0,
             tiers: &tiers,
             placement: &placement,
+            latency_ns: &[1.0, 1.0],
         };
         let mut rule = TelescopeRuleConfig {
             max_region: Size(32 << 20),
