@@ -61,6 +61,8 @@ SUMMARY_KEYS = {
     "fast_hit_ratio",
     "migration_cpu_ns",
     "monitor_cpu_ns",
+    "ops_per_s",
+    "op_latency_ns",
 }
 MIGRATION_KEYS = {
     "promoted_bytes",

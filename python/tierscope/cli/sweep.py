@@ -1,5 +1,6 @@
 """`tierscope sweep`: run every experiment of a sweep file on the local machine (or a Ray
-cluster), storing one row per (run, monitor) in Parquet as runs finish; a sweep stopped
+cluster), storing one row per (run, monitor) and per (run, policy run) in Parquet as runs
+finish; a sweep stopped
 at any point resumes where it stopped when run again with the same --out."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ examples:
 
 the sweep file (docs/EXPERIMENTS.md, "Sweeps"): a base experiment, [set] overrides,
 [[axes]] of values at config paths (lists, zipped), seeds; run ids are stable.
-outputs in DIR: sweep.json (the runs), rows/<run id>.parquet (one row per monitor),
+outputs in DIR: sweep.json (the runs), rows/<run id>.parquet (one row per monitor
+and per tiering policy run, column `row`),
 runs/<run id>/ (full outputs, with --outputs).
 """
 

@@ -1,5 +1,7 @@
-"""The report of a run directory (summary, cost, timelines, heatmaps) or of a sweep
-directory (rows aggregated over seeds, parameter plots with the seeds' spread)."""
+"""The report of a run directory (summary, cost, timelines, heatmaps; with `[tiering]`,
+the policy runs' table, throughput and fast-tier bytes over time) or of a sweep directory
+(rows aggregated over seeds, parameter plots with the seeds' spread, for monitor rows and
+for policy rows)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,24 @@ from typing import Any
 import numpy as np
 
 from tierscope.output import OutputError, safe_name
-from tierscope.plot import timeline_figure
+from tierscope.plot import placement_figure, throughput_figure, timeline_figure
 from tierscope.report.html import esc, figure, page, png, table
+from tierscope.results import RunResult, tiers
 
 #: Summary columns shown per monitor, in this order.
 SUMMARY = ("precision", "recall", "f1", "cpu_percent", "bits_cleared", "app_slowdown")
+#: The policy table's columns (as `tierscope compare`'s): header, key of its rows.
+POLICY_TABLE = (
+    ("policy run", "run"),
+    ("kind", "kind"),
+    ("monitor", "monitor"),
+    ("speed-up over all-slow", "speedup_over_slow"),
+    ("gap to oracle", "gap_to_oracle"),
+    ("fast-hit ratio", "fast_hit_ratio"),
+    ("GB promoted", "promoted_gb"),
+    ("GB demoted", "demoted_gb"),
+    ("migration CPU ms", "migration_cpu_ms"),
+)
 
 
 def write_report(directory: str | os.PathLike[str], out: Path | None = None) -> Path:
@@ -69,12 +84,68 @@ def run_report(d: Path) -> str:
     fig = timeline_figure(result, title="")
     body.append(figure(fig, "precision and recall per window"))
 
+    if result.policies:
+        body += tiering_section(result)
+
     body.append("<h2>Heatmaps: reported hot (top) against the truth (bottom)</h2>")
     for name in result.monitors:
         p = d / f"heatmap-{safe_name(name)}.png"
         if p.is_file():
             body.append(f"<h3>{esc(name)}</h3>" + png(p.read_bytes(), f"heatmap of {name}"))
     return page(title, body)
+
+
+def tiering_section(result: RunResult) -> list[str]:
+    """The `[tiering]` part of a run's report: the tiers, a table of the policy runs and
+    their throughput and fast-tier bytes per performance window."""
+    from tierscope.cli.compare import policy_rows
+
+    out = ["<h2>Tiering: policy runs</h2>"]
+    specs = tiers(result.experiment)
+    described = ", ".join(
+        f"<code>{esc(t.get('name', '?'))}</code> {t['capacity'] / 2**20:.4g} MiB"
+        if "capacity" in t
+        else f"<code>{esc(t.get('name', '?'))}</code>"
+        for t in specs
+    )
+    out.append(
+        f"<p class=meta>tiers, fastest first: {described}. Speed-up over all-slow: the "
+        "application time with the whole heap on the slowest tier / the run's; gap to "
+        "oracle: the run's time / the oracle's (1 = as good); GB = 10<sup>9</sup> bytes.</p>"
+    )
+    rows = policy_rows(result.metrics)
+    ops = [p.summary.get("ops_per_s") for p in result.policies.values()]
+    head = [h for h, _ in POLICY_TABLE]
+    cells = [[r[k] for _, k in POLICY_TABLE] for r in rows]
+    if any(v is not None for v in ops):
+        head.append("ops/s")
+        cells = [[*c, v] for c, v in zip(cells, ops, strict=True)]
+    out.append(table(head, cells))
+    out.append("<h3>Throughput per window</h3>")
+    out.append(
+        figure(throughput_figure(result, title=""), "throughput per window of each policy run")
+    )
+    out.append("<h3>Heap on the fastest tier</h3>")
+    out.append(
+        figure(placement_figure(result, title=""), "fast-tier bytes per window of each policy run")
+    )
+    return out
+
+
+def _spread(ax: Any, df: Any, p: str, values: list[Any], metric: str, label: str) -> None:
+    """One line of a parameter plot: `metric`'s median over the rows at each value of
+    `p`, its 10-90% spread shaded in the line's colour."""
+    import polars as pl
+
+    med, lo, hi = [], [], []
+    for v in values:
+        col = df.filter(pl.col(p) == v)[metric].drop_nulls().to_numpy()
+        med.append(np.median(col) if len(col) else np.nan)
+        lo.append(np.quantile(col, 0.1) if len(col) else np.nan)
+        hi.append(np.quantile(col, 0.9) if len(col) else np.nan)
+    x = np.arange(len(values))
+    (line,) = ax.plot(x, med, marker="o", label=label)
+    ax.fill_between(x, lo, hi, alpha=0.2, color=line.get_color())
 
 
 def sweep_report(d: Path) -> str:
@@ -93,9 +164,24 @@ def sweep_report(d: Path) -> str:
         body.append("<p>No run has finished yet.</p>")
         return page(title, body)
     params = [k for k in runs[0]["params"] if k != "seed"]
-    keys = [*params, "monitor"]
     import polars as pl
 
+    policies = df.filter(pl.col("row") == "policy")
+    df = df.filter(pl.col("row") == "monitor")
+    if df.height:
+        body += _sweep_monitors(df, params)
+    if policies.height:
+        body += _sweep_policies(policies, params)
+    return page(title, body)
+
+
+def _sweep_monitors(df: Any, params: list[str]) -> list[str]:
+    """A sweep's monitor rows: aggregated over seeds, and precision and recall against
+    each swept parameter."""
+    import polars as pl
+
+    body: list[str] = []
+    keys = [*params, "monitor"]
     agg = df.group_by(keys, maintain_order=True).agg(
         pl.len().alias("seeds"),
         pl.col("precision").median().alias("precision p50"),
@@ -117,14 +203,7 @@ def sweep_report(d: Path) -> str:
         for monitor in dict.fromkeys(df["monitor"].to_list()):
             sub = df.filter(pl.col("monitor") == monitor)
             for ax, metric in zip(axes, ("precision", "recall"), strict=True):
-                med, lo, hi = [], [], []
-                for v in values:
-                    col = sub.filter(pl.col(p) == v)[metric].drop_nulls().to_numpy()
-                    med.append(np.median(col) if len(col) else np.nan)
-                    lo.append(np.quantile(col, 0.1) if len(col) else np.nan)
-                    hi.append(np.quantile(col, 0.9) if len(col) else np.nan)
-                ax.plot(x, med, marker="o", label=monitor)
-                ax.fill_between(x, lo, hi, alpha=0.2)
+                _spread(ax, sub, p, values, metric, monitor)
         for ax, metric in zip(axes, ("precision", "recall"), strict=True):
             ax.set_xticks(x, [str(v) for v in values], rotation=30, fontsize="small")
             ax.set_ylabel(metric)
@@ -132,4 +211,42 @@ def sweep_report(d: Path) -> str:
             ax.set_ylim(-0.02, 1.02)
         axes[0].legend(fontsize="small")
         body.append(figure(fig, f"precision and recall against {p}"))
-    return page(title, body)
+    return body
+
+
+def _sweep_policies(df: Any, params: list[str]) -> list[str]:
+    """A sweep's policy rows: aggregated over seeds per parameter set and policy run, and
+    the speed-up over all-slow against each swept parameter."""
+    import polars as pl
+
+    body = ["<h2>Tiering: per parameter set and policy run, over seeds</h2>"]
+    agg = df.group_by([*params, "policy_run"], maintain_order=True).agg(
+        pl.len().alias("seeds"),
+        pl.col("speedup_over_slow").median().alias("speed-up p50"),
+        pl.col("speedup_over_slow").quantile(0.1).alias("speed-up p10"),
+        pl.col("gap_to_oracle").median().alias("gap to oracle p50"),
+        pl.col("fast_hit_ratio").median().alias("fast-hit p50"),
+        (pl.col("promoted_bytes").median() / 1e9).alias("GB promoted p50"),
+        (pl.col("migration_cpu_ns").median() / 1e6).alias("migration CPU ms p50"),
+    )
+    body.append(table(agg.columns, agg.rows()))
+    runs = list(dict.fromkeys(df["policy_run"].to_list()))
+    for p in params:
+        body.append(
+            f"<h2>Speed-up over all-slow against {esc(p)} (median, p10-p90 over the rest)</h2>"
+        )
+        fig = _figure(10, 3.5)
+        ax = fig.subplots()
+        values = list(dict.fromkeys(df[p].to_list()))
+        for run in runs:
+            _spread(ax, df.filter(pl.col("policy_run") == run), p, values, "speedup_over_slow", run)
+        ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="all slow")
+        x = np.arange(len(values))
+        ax.set_xticks(x, [str(v) for v in values], rotation=30, fontsize="small")
+        ax.set_ylabel("speed-up over all-slow")
+        ax.set_xlabel(p)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", ncols=2)
+        body.append(figure(fig, f"speed-up over all-slow against {p}"))
+    return body

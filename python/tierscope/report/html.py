@@ -18,10 +18,14 @@ img { max-width: 100%; display: block; margin: 0.5em 0; }
 .meta { color: #555; } code { background: #f4f4f4; padding: 0 0.2em; }
 """
 
-#: Marks the page when every image decoded (checked by the browser test).
+#: Marks the page when every image decoded, and each image with its decoded size (checked
+#: by the browser test).
 CHECK = """
 window.addEventListener("load", function () {
   var imgs = Array.prototype.slice.call(document.images);
+  imgs.forEach(function (i) {
+    i.setAttribute("data-decoded", i.complete ? i.naturalWidth + "x" + i.naturalHeight : "no");
+  });
   var ok = imgs.every(function (i) { return i.complete && i.naturalWidth > 0; });
   document.body.setAttribute("data-images", ok ? "ok" : "broken");
   document.body.setAttribute("data-image-count", String(imgs.length));

@@ -5,8 +5,12 @@ restart skips the runs already stored.
 
 Layout of DIR:
     sweep.json              the expanded sweep: source, run ids and parameters
-    rows/<run id>.parquet   one row per monitor of the run
+    rows/<run id>.parquet   one row per monitor of the run (`row` = "monitor") and, for an
+                            experiment with [tiering], one per policy run (`row` = "policy")
     runs/<run id>/          the run's full outputs, when the sweep asks for them
+
+A run's rows, monitor and policy rows alike, are one file: they are stored together or not
+at all, so the store's invariant (each finished run once, keyed by its id) holds for both.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tierscope.experiment import config_error
 from tierscope.output import OutputError
 
 #: Summary fields stored per (run, monitor), with their Arrow types.
@@ -40,6 +45,73 @@ SUMMARY_COLUMNS: dict[str, pa.DataType] = {
     "phase_changes": pa.int64(),
     "phase_changes_converged": pa.int64(),
 }
+
+
+#: Summary fields of a policy run stored per (run, policy run): column -> (key in the
+#: policy's "summary", Arrow type).
+POLICY_SUMMARY_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
+    "speedup_over_slow": ("speedup_over_slow", pa.float64()),
+    "gap_to_oracle": ("gap_to_oracle", pa.float64()),
+    "fast_hit_ratio": ("fast_hit_ratio", pa.float64()),
+    "throughput": ("throughput", pa.float64()),
+    "app_ns": ("app_ns", pa.float64()),
+    "all_fast_ns": ("all_fast_ns", pa.float64()),
+    "all_slow_ns": ("all_slow_ns", pa.float64()),
+    "migration_cpu_ns": ("migration_cpu_ns", pa.int64()),
+    "monitor_cpu_ns": ("monitor_cpu_ns", pa.float64()),
+    "ops_per_s": ("ops_per_s", pa.float64()),
+}
+#: The operation latency percentiles (summary "op_latency_ns", [p50, p95, p99]), one
+#: column each.
+OP_LATENCY_COLUMNS = ("op_latency_p50_ns", "op_latency_p95_ns", "op_latency_p99_ns")
+#: Migration counters of a policy run: column -> (key in its "migration", Arrow type).
+#: The migration's cpu_ns is the summary's migration_cpu_ns, stored once.
+MIGRATION_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
+    "promoted_bytes": ("promoted_bytes", pa.int64()),
+    "demoted_bytes": ("demoted_bytes", pa.int64()),
+    "migrated_pages": ("pages", pa.int64()),
+    "migration_rounds": ("rounds", pa.int64()),
+    "refused_bytes": ("refused_bytes", pa.int64()),
+    "shootdowns": ("shootdowns", pa.int64()),
+    "migration_stall_ns": ("stall_ns", pa.int64()),
+}
+#: The columns added with policy rows, after the monitor rows' own (appended, so the
+#: monitor rows' columns keep their names, types and order): which kind of row, the
+#: policy run's name, its policy and type, then the numbers above.
+POLICY_COLUMNS: dict[str, pa.DataType] = {
+    "row": pa.string(),
+    "policy_run": pa.string(),
+    "policy": pa.string(),
+    "policy_kind": pa.string(),
+    **{k: t for k, (_, t) in POLICY_SUMMARY_COLUMNS.items()},
+    **{k: pa.float64() for k in OP_LATENCY_COLUMNS},
+    **{k: t for k, (_, t) in MIGRATION_COLUMNS.items()},
+}
+
+
+def row_schema(types: dict[str, pa.DataType]) -> pa.Schema:
+    """The rows' schema for swept parameters of `types`: run_id, the parameters, the
+    monitor rows' columns, then the policy rows' (`POLICY_COLUMNS`)."""
+    return pa.schema(
+        [
+            ("run_id", pa.string()),
+            *types.items(),
+            ("monitor", pa.string()),
+            ("kind", pa.string()),
+            *SUMMARY_COLUMNS.items(),
+            *POLICY_COLUMNS.items(),
+        ]
+    )
+
+
+def _cell(v: Any, t: pa.DataType) -> Any:
+    """A metrics value as a cell of type `t`: null for missing, NaN or infinite numbers;
+    whole floats in integer columns as ints."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    if pa.types.is_integer(t) and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
 
 
 def param_types(runs: list[dict[str, Any]]) -> dict[str, pa.DataType]:
@@ -75,15 +147,16 @@ class Store:
         self.rows = directory / "rows"
         self.runs = runs
         self.types = param_types(runs)
-        self.schema = pa.schema(
-            [
-                ("run_id", pa.string()),
-                *self.types.items(),
-                ("monitor", pa.string()),
-                ("kind", pa.string()),
-                *SUMMARY_COLUMNS.items(),
-            ]
-        )
+        fixed = set(row_schema({}).names)
+        for name in self.types:
+            if name in fixed:
+                raise config_error(
+                    source,
+                    f"a swept parameter is named {name!r}, like a column of the result "
+                    "rows; give its axis another `name`",
+                    field="axes",
+                )
+        self.schema = row_schema(self.types)
         self._open(source)
 
     def _open(self, source: str) -> None:
@@ -115,17 +188,39 @@ class Store:
         return {p.stem for p in self.rows.glob("*.parquet")}
 
     def table(self, run: dict[str, Any], metrics: dict[str, Any]) -> pa.Table:
-        """The rows of one finished run, from its metrics.json document."""
+        """The rows of one finished run, from its metrics.json document: one per monitor,
+        then one per tiering policy run. A column that does not apply to a row's kind is
+        null (a policy row's `kind` and monitor summary; a monitor row's policy columns);
+        a policy row's `monitor` is the monitor feeding the policy (null for none)."""
+        params: dict[str, Any] = {"run_id": run["id"]}
+        for k, t in self.types.items():
+            params[k] = _param_value(run["params"].get(k), t)
         rows = []
         for name, m in metrics["monitors"].items():
-            row: dict[str, Any] = {"run_id": run["id"]}
-            for k, t in self.types.items():
-                row[k] = _param_value(run["params"].get(k), t)
+            row = dict(params)
             row["monitor"] = name
             row["kind"] = m["kind"]
             for k in SUMMARY_COLUMNS:
                 v = m.get(k)
                 row[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+            row["row"] = "monitor"
+            rows.append(row)
+        for name, p in (metrics.get("policies") or {}).items():
+            summary = p.get("summary") or {}
+            migration = p.get("migration") or {}
+            row = dict(params)
+            row["monitor"] = p.get("monitor")
+            row["row"] = "policy"
+            row["policy_run"] = name
+            row["policy"] = p.get("policy")
+            row["policy_kind"] = p.get("kind")
+            for k, (key, t) in POLICY_SUMMARY_COLUMNS.items():
+                row[k] = _cell(summary.get(key), t)
+            latency = summary.get("op_latency_ns") or [None] * len(OP_LATENCY_COLUMNS)
+            for k, v in zip(OP_LATENCY_COLUMNS, latency, strict=True):
+                row[k] = _cell(v, pa.float64())
+            for k, (key, t) in MIGRATION_COLUMNS.items():
+                row[k] = _cell(migration.get(key), t)
             rows.append(row)
         return pa.Table.from_pylist(rows, schema=self.schema)
 
@@ -145,18 +240,41 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A stored run's rows in the current `schema`: columns it lacks (rows written
+    before they existed) added as nulls, except `row`, which rows written before policy
+    rows existed lack and which is "monitor" for them all; columns it has beyond the
+    schema kept after it."""
+    columns, fields = [], []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table[f.name].cast(f.type))
+        elif f.name == "row":
+            columns.append(pa.array(["monitor"] * table.num_rows, f.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, f.type))
+        fields.append(f)
+    for f in table.schema:
+        if f.name not in schema.names:
+            columns.append(table[f.name])
+            fields.append(f)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
 def load_sweep(directory: str | os.PathLike[str]) -> Any:
     """Every stored row of the sweep in `directory` as a polars DataFrame, in the sweep's
-    run order."""
+    run order: per run its monitor rows, then its policy rows (`row` tells them apart).
+    Rows stored before a column existed have it null (`row`: "monitor")."""
     import polars as pl
 
     d = Path(directory)
     manifest = d / "sweep.json"
     if not manifest.is_file():
         raise OutputError(f"{d}: not a tierscope sweep directory (no sweep.json)")
-    order = [r["id"] for r in json.loads(manifest.read_text(encoding="utf-8"))["runs"]]
-    files = [d / "rows" / f"{i}.parquet" for i in order]
-    tables = [pq.read_table(f) for f in files if f.is_file()]
+    runs = json.loads(manifest.read_text(encoding="utf-8"))["runs"]
+    schema = row_schema(param_types(runs))
+    files = [d / "rows" / f"{r['id']}.parquet" for r in runs]
+    tables = [conform(pq.read_table(f), schema) for f in files if f.is_file()]
     if not tables:
         return pl.DataFrame()
-    return pl.from_arrow(pa.concat_tables(tables))
+    return pl.from_arrow(pa.concat_tables(tables, promote_options="default"))
