@@ -8,6 +8,9 @@
 use crate::addr::AddrRange;
 use crate::placement::Placement;
 
+/// Most tiers a machine has (experiments are checked against it).
+pub const MAX_TIERS: usize = 8;
+
 /// Utilisation above which the loaded-latency curve stops growing: the queueing term is
 /// finite, so a saturated tier is very slow rather than infinitely slow (the performance
 /// model lengthens the window instead, until the tier's traffic fits its bandwidth).

@@ -6,7 +6,7 @@
 
 use crate::layout::Layout;
 use crate::stat::density::{Schedule, Workload};
-use tierscope_core::tiers::{TierSetup, TierSpec, TierTraffic, Tiers};
+use tierscope_core::tiers::{TierSetup, TierSpec, TierTraffic, Tiers, MAX_TIERS};
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, Placement};
 
@@ -77,49 +77,46 @@ impl TierState {
         let n_tiers = self.specs.len();
         let mut add = vec![TierTraffic::default(); n_tiers];
         let mut bytes = vec![0.0; n_tiers];
-        for s in schedules {
-            let mut si = s.find(ia);
-            while si < s.segments.len() && s.segments[si].first < ib {
-                let seg = s.segments[si];
-                si += 1;
-                let (x, y) = (seg.first.max(ia), seg.end().min(ib));
-                if y <= x {
-                    continue;
+        for (seg, x, y) in schedules.iter().flat_map(|s| s.overlapping(ia, ib)) {
+            let n = (y - x) as f64;
+            let p = &w.patterns[seg.pattern as usize];
+            let store = p.store_share();
+            // At most MAX_TIERS tiers (validated): no allocation per segment.
+            let mut share = [0.0f64; MAX_TIERS];
+            if p.kind == PatternKind::Sequential {
+                bytes.iter_mut().for_each(|b| *b = 0.0);
+                let size = p.region.len();
+                let start = (seg.offset as u128 + (x - seg.first) as u128 * p.stride as u128)
+                    % size as u128;
+                let swept = (y - x) as u128 * p.stride.max(1) as u128;
+                let laps = swept / size as u128;
+                let rem = (swept % size as u128) as u64;
+                if laps > 0 {
+                    self.bytes_by_tier(&[p.region], &mut bytes);
+                    bytes.iter_mut().for_each(|b| *b *= laps as f64);
                 }
-                let n = (y - x) as f64;
-                let p = &w.patterns[seg.pattern as usize];
-                let store = p.store_share();
-                let share: Vec<f64> = if p.kind == PatternKind::Sequential {
-                    bytes.iter_mut().for_each(|b| *b = 0.0);
-                    let size = p.region.len();
-                    let start = (seg.offset as u128 + (x - seg.first) as u128 * p.stride as u128)
-                        % size as u128;
-                    let swept = (y - x) as u128 * p.stride.max(1) as u128;
-                    let laps = swept / size as u128;
-                    let rem = (swept % size as u128) as u64;
-                    if laps > 0 {
-                        self.bytes_by_tier(&[p.region], &mut bytes);
-                        bytes.iter_mut().for_each(|b| *b *= laps as f64);
-                    }
-                    let o = start as u64;
-                    let spans = if o + rem <= size {
-                        vec![AddrRange::new(p.region.start + o, p.region.start + o + rem)]
-                    } else {
-                        vec![
-                            AddrRange::new(p.region.start + o, p.region.end),
-                            AddrRange::new(p.region.start, p.region.start + o + rem - size),
-                        ]
-                    };
-                    self.bytes_by_tier(&spans, &mut bytes);
-                    let total: f64 = bytes.iter().sum();
-                    bytes.iter().map(|b| b / total.max(1.0)).collect()
+                let o = start as u64;
+                let (first, wrapped) = if o + rem <= size {
+                    let r = AddrRange::new(p.region.start + o, p.region.start + o + rem);
+                    (r, AddrRange::new(r.end, r.end))
                 } else {
-                    self.random_shares(w, seg.pattern as usize).to_vec()
+                    (
+                        AddrRange::new(p.region.start + o, p.region.end),
+                        AddrRange::new(p.region.start, p.region.start + o + rem - size),
+                    )
                 };
-                for (a, sh) in add.iter_mut().zip(&share) {
-                    a.reads += n * sh * (1.0 - store);
-                    a.writes += n * sh * store;
+                self.bytes_by_tier(&[first, wrapped], &mut bytes);
+                let total: f64 = bytes.iter().sum();
+                for (s, b) in share.iter_mut().zip(&bytes) {
+                    *s = b / total.max(1.0);
                 }
+            } else {
+                let shares = self.random_shares(w, seg.pattern as usize);
+                share[..shares.len()].copy_from_slice(shares);
+            }
+            for (a, sh) in add.iter_mut().zip(&share) {
+                a.reads += n * sh * (1.0 - store);
+                a.writes += n * sh * store;
             }
         }
         for (t, a) in self.traffic.iter_mut().zip(&add) {

@@ -25,21 +25,24 @@ impl MonitorEntry {
     }
 }
 
+/// Removes a table's optional `name` (a non-empty string) and returns it.
+pub fn take_name(table: &mut Map<String, Value>) -> Result<Option<String>, FieldError> {
+    match table.remove("name") {
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        Some(other) => Err(FieldError::new(
+            "name",
+            format!("expected a non-empty string, got {other}"),
+        )),
+        None => Ok(None),
+    }
+}
+
 /// Turns one `[[monitors]]` table into a monitor: `preset` (optional) gives the starting
 /// configuration, `type` and the other keys set or override fields, `name` defaults to the
 /// preset or the type. Field paths in errors are relative to the table.
 pub fn expand(table: &Map<String, Value>) -> Result<MonitorEntry, FieldError> {
     let mut table = table.clone();
-    let name = match table.remove("name") {
-        Some(Value::String(s)) if !s.is_empty() => Some(s),
-        Some(other) => {
-            return Err(FieldError::new(
-                "name",
-                format!("expected a non-empty string, got {other}"),
-            ))
-        }
-        None => None,
-    };
+    let name = take_name(&mut table)?;
     let preset = match table.remove("preset") {
         Some(Value::String(s)) => Some(s),
         Some(other) => {

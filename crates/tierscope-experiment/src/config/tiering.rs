@@ -6,7 +6,9 @@ use super::machine::EngineKind;
 use super::monitors::MonitorEntry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TIER_PRESETS};
+use tierscope_core::tiers::{
+    tier_preset, InitialPlacement, TierSetup, TierSpec, MAX_TIERS, TIER_PRESETS,
+};
 use tierscope_core::units::{parse_size, Duration, Size};
 use tierscope_core::{Capability, FieldError};
 use tierscope_monitors::Truth;
@@ -237,16 +239,7 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
             ))
         }
     };
-    let name = match table.remove("name") {
-        Some(Value::String(s)) if !s.is_empty() => Some(s),
-        Some(other) => {
-            return Err(FieldError::new(
-                "name",
-                format!("expected a non-empty string, got {other}"),
-            ))
-        }
-        None => None,
-    };
+    let name = super::monitors::take_name(&mut table)?;
     let wanted: Option<Vec<String>> = match table.remove("monitors") {
         Some(v) => Some(
             serde_json::from_value(v)
@@ -352,10 +345,10 @@ pub fn parse(
         ));
     }
     let file: TieringFile = serde_path_to_error::deserialize(v).map_err(FieldError::from)?;
-    if file.tiers.len() < 2 || file.tiers.len() > 8 {
+    if file.tiers.len() < 2 || file.tiers.len() > MAX_TIERS {
         return Err(FieldError::new(
             "tiers",
-            format!("expected 2 to 8 tiers, got {}", file.tiers.len()),
+            format!("expected 2 to {MAX_TIERS} tiers, got {}", file.tiers.len()),
         ));
     }
     let n = file.tiers.len();

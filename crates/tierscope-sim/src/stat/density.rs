@@ -232,6 +232,16 @@ impl Schedule {
         }
     }
 
+    /// The segments overlapping accesses `[ia, ib)`, each with the part of it inside:
+    /// `(segment, first, end)`, `first < end`.
+    pub fn overlapping(&self, ia: u64, ib: u64) -> impl Iterator<Item = (Segment, u64, u64)> + '_ {
+        self.segments[self.find(ia)..]
+            .iter()
+            .take_while(move |s| s.first < ib)
+            .map(move |&s| (s, s.first.max(ia), s.end().min(ib)))
+            .filter(|&(_, x, y)| x < y)
+    }
+
     /// Index of the first segment that ends after access `i`.
     pub fn find(&self, i: u64) -> usize {
         self.segments.partition_point(|s| s.end() <= i)

@@ -13,7 +13,7 @@
 //! DAMON tunes the effective quota by feedback towards the goal; here the goal gates the
 //! scheme: it applies while the goal's metric is below the target.
 
-use super::{Policy, View};
+use super::{due_if, head, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::{parse_duration, parse_size, Duration, Size};
 use tierscope_core::{AddrRange, FieldError, Intervals, Nanos, RegionReport, Snapshot};
@@ -326,11 +326,7 @@ impl Policy for Damos {
     }
 
     fn next_action(&self) -> Nanos {
-        if self.pending.is_some() {
-            0
-        } else {
-            Nanos::MAX
-        }
+        due_if(self.pending.is_some())
     }
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {
@@ -383,13 +379,8 @@ impl Policy for Damos {
                 }
                 let take = off.min(quota - st.charged);
                 st.charged += take;
-                let end = if take == off {
-                    range.end
-                } else {
-                    (range.start + take).next_multiple_of(4096).min(range.end)
-                };
                 out.push(Move {
-                    range: AddrRange::new(range.start, end),
+                    range: head(range, off, take),
                     to: scheme.target,
                 });
             }

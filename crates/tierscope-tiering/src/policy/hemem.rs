@@ -9,7 +9,7 @@
 //! the monitor samples loads (or both), the write threshold when it samples stores only.
 
 use super::counts::PageCounts;
-use super::{promote_with_room, Policy, View};
+use super::{due_if, promote_with_room, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::Size;
 use tierscope_core::{FieldError, Nanos, Snapshot};
@@ -80,11 +80,7 @@ impl Policy for Hemem {
     }
 
     fn next_action(&self) -> Nanos {
-        if self.fresh {
-            0
-        } else {
-            Nanos::MAX
-        }
+        due_if(self.fresh)
     }
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {

@@ -70,6 +70,28 @@ pub trait Policy: Send {
     fn act(&mut self, view: &View, out: &mut Vec<Move>);
 }
 
+/// The part of `range` to move when only `take` of its `off` bytes still to move fit: all
+/// of it, or a head about that long (the migration engine skips the parts already in
+/// place, so a head holds at least `take` bytes to move only when nothing is in place;
+/// it never moves more than the limits let it).
+pub fn head(range: AddrRange, off: u64, take: u64) -> AddrRange {
+    let end = if take >= off {
+        range.end
+    } else {
+        (range.start + take).next_multiple_of(4096).min(range.end)
+    };
+    AddrRange::new(range.start, end)
+}
+
+/// When a policy that acts once per snapshot wants to act: now if one is pending.
+pub fn due_if(pending: bool) -> Nanos {
+    if pending {
+        0
+    } else {
+        Nanos::MAX
+    }
+}
+
 /// Promotes `hot` (in order) to tier 0 up to `budget` bytes, first demoting regions of
 /// `cold` (in order) to the slowest tier to make room. Moves go to `out`, demotions first.
 pub fn promote_with_room(
@@ -113,16 +135,9 @@ pub fn promote_with_room(
             break;
         }
         let off = view.bytes_off(range, 0);
-        // Trim the last region to what is left (from its start: the migration engine
-        // skips the parts already fast).
         let take = off.min(left);
-        let end = if take == off {
-            range.end
-        } else {
-            (range.start + take).next_multiple_of(4096).min(range.end)
-        };
         out.push(Move {
-            range: AddrRange::new(range.start, end),
+            range: head(range, off, take),
             to: 0,
         });
         left -= take;

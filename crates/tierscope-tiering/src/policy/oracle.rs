@@ -5,7 +5,7 @@
 //! slowest tier, and its moves cost nothing. It bounds policies that pack hot data into
 //! the fast tier, not policies that balance load across tiers (docs/TIERING.md).
 
-use super::{Policy, View};
+use super::{due_if, Policy, View};
 use crate::migration::Move;
 use tierscope_core::{AddrRange, Nanos, Snapshot};
 
@@ -28,11 +28,7 @@ impl Policy for Oracle {
     }
 
     fn next_action(&self) -> Nanos {
-        if self.coming.is_some() {
-            0
-        } else {
-            Nanos::MAX
-        }
+        due_if(self.coming.is_some())
     }
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {

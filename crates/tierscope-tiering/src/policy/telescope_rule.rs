@@ -5,7 +5,7 @@
 //! snapshot reports coldest (fewest accesses, then oldest), only as much as the
 //! promotions need (docs/TIERING.md).
 
-use super::{promote_with_room, Policy, View};
+use super::{due_if, promote_with_room, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::Size;
 use tierscope_core::{FieldError, Nanos, Snapshot};
@@ -61,11 +61,7 @@ impl Policy for TelescopeRule {
     }
 
     fn next_action(&self) -> Nanos {
-        if self.pending.is_some() {
-            0
-        } else {
-            Nanos::MAX
-        }
+        due_if(self.pending.is_some())
     }
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {
