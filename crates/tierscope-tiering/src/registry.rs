@@ -8,6 +8,7 @@ use crate::policy::fixed::Fixed;
 use crate::policy::hemem::HememConfig;
 use crate::policy::memtis::MemtisConfig;
 use crate::policy::oracle::Oracle;
+use crate::policy::periodic::{Mode, PeriodicConfig};
 use crate::policy::telescope_rule::TelescopeRuleConfig;
 use crate::policy::Policy;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,8 @@ pub enum Feed {
     Accesses,
     /// The per-page sample counts of a `pebs` monitor: runs once per such monitor.
     PebsSamples,
+    /// The engine's own per-page counts of the window that just ended: runs once.
+    TruthHistory,
     /// The coming window's truth, migrations free (the oracle): runs once.
     Lookahead,
     /// Nothing (static placement): runs once.
@@ -35,6 +38,7 @@ pub enum PolicyConfig {
     Hemem(HememConfig),
     Memtis(MemtisConfig),
     Colloid(ColloidConfig),
+    Periodic(PeriodicConfig),
     Oracle {},
     Static {},
 }
@@ -62,6 +66,11 @@ pub const POLICIES: &[(&str, &str)] = &[
         "Colloid on HeMem's hotness: balance the tiers' loaded latencies (5%, 500 ms quantum)",
     ),
     (
+        "periodic",
+        "Cori's periodic schedulers: each window, swap the hottest slow pages with the least \
+         recently used fast ones (mode history or oracle)",
+    ),
+    (
         "oracle",
         "the coming window's hot blocks on the fast tier, free migration (an upper bound)",
     ),
@@ -76,6 +85,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(_) => "hemem",
             PolicyConfig::Memtis(_) => "memtis",
             PolicyConfig::Colloid(_) => "colloid",
+            PolicyConfig::Periodic(_) => "periodic",
             PolicyConfig::Oracle {} => "oracle",
             PolicyConfig::Static {} => "static",
         }
@@ -100,9 +110,19 @@ impl PolicyConfig {
             PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) | PolicyConfig::Colloid(_) => {
                 Feed::PebsSamples
             }
+            PolicyConfig::Periodic(c) => match c.mode {
+                Mode::History => Feed::TruthHistory,
+                Mode::Oracle => Feed::Lookahead,
+            },
             PolicyConfig::Oracle {} => Feed::Lookahead,
             PolicyConfig::Static {} => Feed::Nothing,
         }
+    }
+
+    /// Whether its moves are free (placed directly: no copy, no flush, no stall): only
+    /// the oracle bound's.
+    pub fn free_moves(&self) -> bool {
+        matches!(self, PolicyConfig::Oracle {})
     }
 
     /// Range checks against a machine of `tiers` tiers; field paths relative to the
@@ -114,6 +134,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => c.validate(),
             PolicyConfig::Memtis(c) => c.validate(),
             PolicyConfig::Colloid(c) => c.validate(),
+            PolicyConfig::Periodic(c) => c.validate(),
             PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
         }
     }
@@ -127,6 +148,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => Box::new(c.build()),
             PolicyConfig::Memtis(c) => Box::new(c.build()),
             PolicyConfig::Colloid(c) => Box::new(c.build()),
+            PolicyConfig::Periodic(c) => Box::new(c.build()),
             PolicyConfig::Oracle {} => Box::new(Oracle::new()),
             PolicyConfig::Static {} => Box::new(Fixed),
         }

@@ -8,6 +8,7 @@ pub mod fixed;
 pub mod hemem;
 pub mod memtis;
 pub mod oracle;
+pub mod periodic;
 pub mod telescope_rule;
 
 use crate::migration::Move;

@@ -1,0 +1,137 @@
+//! Cori's periodic page schedulers (cori-sim): once per period, rank pages by their
+//! access counts in a period and swap the hottest pages on the slow tier with the least
+//! recently used pages of the fast tier, as many as the fast tier holds. `history` (the
+//! reactive scheduler) ranks by the period that just ended; `oracle` (the predictive one)
+//! by the coming period, which the runner reads from an engine one period ahead.
+//!
+//! Fed by the engine's exact per-page counts, not by a monitor: cori-sim's schedulers see
+//! every access. Pages are the truth's blocks (set `block_size = "4KiB"` for cori-sim's
+//! 4 KiB pages). Deterministic ties, where cori-sim's numpy argsort is unstable: equal
+//! counts by address, equal recency by address. `count_quantum` rounds each period's
+//! counts down to its multiples (cori-sim's 20: a page needs 20 accesses in a period to
+//! move). Costs are the migration engine's (cori-sim: 1 us per migrated page, a swap being
+//! two, and 3 us per period: `stall_per_page`, `stall_per_round`).
+
+use super::{due_if, Policy, View};
+use crate::migration::Move;
+use std::collections::BTreeMap;
+use tierscope_core::{AddrRange, FieldError, Nanos, Snapshot};
+
+/// cori-sim's page.
+const PAGE: u64 = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The period that just ended (reactive).
+    History,
+    /// The coming period (predictive).
+    Oracle,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeriodicConfig {
+    pub mode: Mode,
+    /// Counts are rounded down to multiples of this (0 or 1: not at all).
+    #[serde(default)]
+    pub count_quantum: u64,
+}
+
+impl PeriodicConfig {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        Ok(())
+    }
+
+    pub fn build(&self) -> Periodic {
+        Periodic {
+            config: self.clone(),
+            counts: None,
+            period: 0,
+            last_seen: BTreeMap::new(),
+        }
+    }
+}
+
+pub struct Periodic {
+    config: PeriodicConfig,
+    /// The counts to rank by: page range -> accesses.
+    counts: Option<Vec<(AddrRange, u64)>>,
+    period: u64,
+    /// Page start -> the last period it was accessed in (for LRU).
+    last_seen: BTreeMap<u64, u64>,
+}
+
+impl Policy for Periodic {
+    fn observe(&mut self, _: &Snapshot) {}
+
+    fn observe_heat(&mut self, heat: &[(AddrRange, f64)]) {
+        self.period += 1;
+        let q = self.config.count_quantum.max(1);
+        let mut counts = vec![];
+        for &(r, per_byte) in heat {
+            // A range's density is uniform over it: one count per 4 KiB page of the range,
+            // each the page's expected accesses (exact counts on the exact engine with
+            // 4 KiB truth blocks). Ranges with less than one access per page are skipped
+            // whole, so a huge cold range costs nothing.
+            let per_page = (per_byte * PAGE as f64).round() as u64;
+            if per_page == 0 {
+                continue;
+            }
+            let mut at = r.start;
+            while at < r.end {
+                let end = (at + PAGE).min(r.end);
+                self.last_seen.insert(at, self.period);
+                let c = per_page / q * q;
+                if c > 0 {
+                    counts.push((AddrRange::new(at, end), c));
+                }
+                at = end;
+            }
+        }
+        self.counts = Some(counts);
+    }
+
+    fn next_action(&self) -> Nanos {
+        due_if(self.counts.is_some())
+    }
+
+    fn act(&mut self, view: &View, out: &mut Vec<Move>) {
+        let Some(mut counts) = self.counts.take() else {
+            return;
+        };
+        let slow = view.slowest();
+        // Hottest slow pages first; equal counts by address.
+        counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.start.cmp(&b.0.start)));
+        // Fast pages, least recently used first (never seen: oldest); equal by address.
+        let mut fast = vec![];
+        view.placement.runs(view.placement.range(), |r, t| {
+            if t == 0 {
+                let mut at = r.start;
+                while at < r.end {
+                    fast.push(AddrRange::new(at, (at + PAGE).min(r.end)));
+                    at += PAGE;
+                }
+            }
+        });
+        let seen = |p: &AddrRange| self.last_seen.get(&p.start).copied().unwrap_or(0);
+        fast.sort_by(|a, b| seen(a).cmp(&seen(b)).then(a.start.cmp(&b.start)));
+        let mut room = view.room(0);
+        let mut victims = fast.into_iter();
+        let mut promote = vec![];
+        for (page, _) in counts {
+            if room < page.len() {
+                // A swap: the least recently used fast page goes down.
+                let Some(v) = victims.next() else {
+                    break;
+                };
+                room += v.len();
+                out.push(Move { range: v, to: slow });
+            }
+            room -= page.len();
+            promote.push(Move { range: page, to: 0 });
+        }
+        out.extend(promote);
+    }
+}
