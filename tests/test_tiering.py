@@ -395,3 +395,20 @@ def test_help_explains_the_tiering_options(workdir: Path) -> None:
     assert proc.returncode == 0
     for text in ("--tiers", "--policy", "--placement", "dram:256MiB,cxl", "policy@monitor"):
         assert text in proc.stdout, text
+
+
+def test_help_lists_tiering_registries_from_the_binding(workdir: Path) -> None:
+    from tierscope import _core
+
+    proc = run_cli("run", "--help", cwd=workdir)
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    for p in _core.policies():
+        line = next(x for x in lines if x.split()[:1] == [p["name"]])
+        assert p["help"].split()[0] in line
+        assert ("needs settings" in line) == p["needs_settings"]
+    assert {p["name"] for p in _core.policies()} >= {"telescope-rule", "damos", "oracle"}
+    for t in _core.tier_presets():
+        assert any(x.split()[:1] == [t["name"]] for x in lines), t["name"]
+    assert ", ".join(_core.placements()) in proc.stdout
+    assert _core.placements()[0] == "first-touch-fast"

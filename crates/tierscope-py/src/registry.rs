@@ -1,5 +1,6 @@
 //! The registries, as Python reads them: monitor presets and engines with what they need
-//! and offer. The CLI's help and checks come from here, never from a copy.
+//! and offer, tiering policies, tier presets and initial placements. The CLI's help and
+//! checks come from here, never from a copy.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -44,4 +45,45 @@ pub fn engines(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             Ok(d)
         })
         .collect()
+}
+
+/// Every tiering policy: `name`, `help`, `needs_settings` (no default configuration: an
+/// experiment file's table is needed).
+#[pyfunction]
+pub fn policies(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    tierscope_tiering::POLICIES
+        .iter()
+        .map(|&(name, help)| {
+            let d = PyDict::new(py);
+            d.set_item("name", name)?;
+            d.set_item("help", help)?;
+            d.set_item(
+                "needs_settings",
+                tierscope_tiering::PolicyConfig::named(name).is_none(),
+            )?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Every tier preset: `name`, `latency_ns`, `bandwidth` (bytes/s), `source`.
+#[pyfunction]
+pub fn tier_presets(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    tierscope_core::tiers::TIER_PRESETS
+        .iter()
+        .map(|p| {
+            let d = PyDict::new(py);
+            d.set_item("name", p.name)?;
+            d.set_item("latency_ns", p.latency_ns)?;
+            d.set_item("bandwidth", p.bandwidth)?;
+            d.set_item("source", p.source)?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// The initial placements' names, the default first.
+#[pyfunction]
+pub fn placements() -> Vec<&'static str> {
+    tierscope_core::tiers::InitialPlacement::NAMES.to_vec()
 }

@@ -72,7 +72,7 @@ pub const POLICIES: &[(&str, &str)] = &[
     ),
     (
         "oracle",
-        "the coming window's hot blocks on the fast tier, free migration (an upper bound)",
+        "the coming window's densest ranges on the fast tier, free migration (a bound for packing)",
     ),
     ("static", "the initial placement, never migrated"),
 ];

@@ -65,10 +65,29 @@ unknown preset, policy or placement is refused with the accepted names.
 """
 
 
+def tiering_help() -> str:
+    """The tier presets, policies and placements, from the binding's registries."""
+    tiers = "\n".join(
+        f"  {t['name']:<10} {t['latency_ns']:.0f} ns, {t['bandwidth'] / 1e9:.1f} GB/s: "
+        f"{t['source']}"
+        for t in _core.tier_presets()
+    )
+    policies = "\n".join(
+        f"  {p['name']:<15} {p['help']}"
+        + (" (needs settings: experiment file only)" if p["needs_settings"] else "")
+        for p in _core.policies()
+    )
+    placements = ", ".join(_core.placements())
+    return (
+        f"tier presets (--tiers):\n{tiers}\n\npolicies (--policy):\n{policies}\n\n"
+        f"placements (--placement): {placements}\n"
+    )
+
+
 def epilog() -> str:
     return (
         f"{EPILOG_HEAD}\nmonitor presets (--monitor):\n{presets_help()}\n\n"
-        f"engines (--engine):\n{engines_help()}\n"
+        f"engines (--engine):\n{engines_help()}\n\n{tiering_help()}"
     )
 
 
