@@ -268,19 +268,25 @@ def test_dry_run_lists_the_runs(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_killed_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) -> None:
-    sweep = sweep_file(tmp_path, seeds=10, samples=("2ms", "5ms", "10ms", "20ms"))
-    cmd = [sys.executable, "-m", "tierscope", "sweep", str(sweep), "--out", "out", "--jobs", "2"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.DEVNULL)
-    out = tmp_path / "out"
+def kill_sweep_after(sweep: Path, out: Path, *, rows: int) -> int:
+    """Starts `tierscope sweep` into `out` (2 jobs), kills it with SIGKILL once at least
+    `rows` runs are stored, and returns how many are."""
+    cmd = [sys.executable, "-m", "tierscope", "sweep", str(sweep), "--out", out.name]
+    proc = subprocess.Popen([*cmd, "--jobs", "2"], cwd=out.parent, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while len(rows_dir(out)) < 8 if out.exists() else True:
+    while len(rows_dir(out)) < rows if out.exists() else True:
         assert proc.poll() is None, "the sweep ended before it could be killed"
         assert time.monotonic() < deadline
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    stored = len(rows_dir(out))
+    return len(rows_dir(out))
+
+
+def test_killed_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) -> None:
+    sweep = sweep_file(tmp_path, seeds=10, samples=("2ms", "5ms", "10ms", "20ms"))
+    out = tmp_path / "out"
+    stored = kill_sweep_after(sweep, out, rows=8)
     assert 8 <= stored < 40, stored
     # Restarted, it runs only what is missing and ends with every row once.
     outcome = tierscope.run_sweep(sweep, out, jobs=2, progress=False)
@@ -299,17 +305,8 @@ def test_killed_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) 
 def test_killed_tiering_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) -> None:
     # A run's monitor and policy rows are one file: a run is stored whole or not at all.
     sweep = tiering_sweep_file(tmp_path, seeds=8)
-    cmd = [sys.executable, "-m", "tierscope", "sweep", str(sweep), "--out", "out", "--jobs", "2"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stderr=subprocess.DEVNULL)
     out = tmp_path / "out"
-    deadline = time.monotonic() + 120
-    while len(rows_dir(out)) < 4 if out.exists() else True:
-        assert proc.poll() is None, "the sweep ended before it could be killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    stored = len(rows_dir(out))
+    stored = kill_sweep_after(sweep, out, rows=4)
     assert 4 <= stored < 16, stored
     for f in rows_dir(out):
         assert pq.read_table(f)["row"].to_pylist() == ["monitor", "policy", "policy", "policy"]

@@ -121,7 +121,7 @@ def main(
     jobs: int,
     progress: bool,
 ) -> int:
-    from tierscope import RunError, load, run_sweep
+    from tierscope import load, run_sweep
     from tierscope.experiment import config_error
 
     names = only or list(EXPERIMENTS)
@@ -141,9 +141,7 @@ def main(
         source_name="repro telescope-tiering",
         only=[f"base={n}" for n in names],
     )
-    if outcome.failed:
-        first = next(iter(outcome.failed.items()))
-        raise RunError(f"{len(outcome.failed)} experiments failed; {first[0]}: {first[1]}")
+    outcome.raise_if_failed("experiments")
     rows: list[dict[str, Any]] = []
     for n in names:
         rows += rows_for(n, load(out / "runs" / f"base={n}").metrics)

@@ -187,6 +187,15 @@ impl<'a> Windows<'a> {
     }
 }
 
+/// A policy fed per window (not by a monitor) sees the windows as its intervals.
+fn window_intervals(tiering: &Tiering) -> tierscope_core::Intervals {
+    tierscope_core::Intervals {
+        sample: tiering.window_ns,
+        aggr: tiering.window_ns,
+        ops_update: tiering.window_ns,
+    }
+}
+
 fn act(
     policy: &mut dyn Policy,
     engine: &mut dyn Engine,
@@ -260,11 +269,7 @@ pub fn run_policy(
         (Feed::Lookahead, _) => {
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
             let mut ahead = crate::build::engine(exp, Capabilities::NONE, Truth::Accessed)?;
-            let mut policy = entry.config.build(tierscope_core::Intervals {
-                sample: tiering.window_ns,
-                aggr: tiering.window_ns,
-                ops_update: tiering.window_ns,
-            });
+            let mut policy = entry.config.build(window_intervals(tiering));
             let mut at = 0;
             while at < end {
                 let next = (at + tiering.window_ns).min(end);
@@ -277,18 +282,7 @@ pub fn run_policy(
                     &mut moves,
                 );
                 if entry.config.free_moves() {
-                    // Placed directly: no copy, no flush.
-                    let tiers = engine.tiers().expect("tiering engines have tiers");
-                    for mv in &moves {
-                        let heap = tiers.placement().range();
-                        let r = tierscope_core::AddrRange::new(
-                            mv.range.start.max(heap.start),
-                            mv.range.end.min(heap.end),
-                        );
-                        if !r.is_empty() {
-                            tiers.place(r, mv.to);
-                        }
-                    }
+                    Migrator::place_free(engine.as_machine(), &moves);
                 } else {
                     migrator.apply(engine.as_machine(), &moves);
                 }
@@ -302,11 +296,7 @@ pub fn run_policy(
         }
         (Feed::TruthHistory, _) => {
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
-            let mut policy = entry.config.build(tierscope_core::Intervals {
-                sample: tiering.window_ns,
-                aggr: tiering.window_ns,
-                ops_update: tiering.window_ns,
-            });
+            let mut policy = entry.config.build(window_intervals(tiering));
             // At each period's start, the period before it as the engine counted it
             // (nothing before the first).
             let mut at = 0;
@@ -332,9 +322,12 @@ pub fn run_policy(
                 at = (at + tiering.window_ns).min(end);
             }
         }
-        (Feed::Nothing, _) | (Feed::Accesses | Feed::PebsSamples, None) => {
+        (Feed::Nothing, _) => {
             // The placement stays as it started.
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
+        }
+        (Feed::Accesses | Feed::PebsSamples, None) => {
+            unreachable!("`jobs` gives every monitor-fed policy run its monitor")
         }
     }
     windows.until(engine.as_mut(), &mut migrator, end, end);

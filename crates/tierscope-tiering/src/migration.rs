@@ -131,10 +131,7 @@ impl Migrator {
         for mv in moves {
             pieces.clear();
             {
-                let Some(tiers) = machine.tiers() else {
-                    return 0;
-                };
-                let placement = tiers.placement();
+                let placement = tiers_of(machine).placement();
                 let r = clip(mv.range, placement.range(), self.granule);
                 if r.is_empty() {
                     continue;
@@ -147,7 +144,7 @@ impl Migrator {
                 });
             }
             for &(piece, from) in &pieces {
-                let tiers = machine.tiers().expect("checked above");
+                let tiers = tiers_of(machine);
                 let capacity = tiers.specs()[mv.to as usize].capacity;
                 let room = capacity.saturating_sub(tiers.placement().bytes_on(mv.to));
                 let mut allowed = piece.len().min(room).min(round_left);
@@ -188,6 +185,19 @@ impl Migrator {
         moved_total
     }
 
+    /// Puts `moves` in place at no cost: no copy, no flush, no stall, no limit (the
+    /// oracle bound's moves).
+    pub fn place_free(machine: &mut dyn Machine, moves: &[Move]) {
+        let tiers = tiers_of(machine);
+        for mv in moves {
+            let heap = tiers.placement().range();
+            let r = AddrRange::new(mv.range.start.max(heap.start), mv.range.end.min(heap.end));
+            if !r.is_empty() {
+                tiers.place(r, mv.to);
+            }
+        }
+    }
+
     /// Copy bytes per tier since the last call (they load the tiers' bandwidth in the
     /// performance model's window); restarts the count.
     pub fn take_copy_bytes(&mut self, out: &mut [f64]) {
@@ -195,6 +205,14 @@ impl Migrator {
             *o += std::mem::take(c);
         }
     }
+}
+
+/// The machine's tiers: the migration engine only runs on machines that have them (the
+/// experiment is rejected at parse time otherwise).
+fn tiers_of(machine: &mut dyn Machine) -> &mut dyn tierscope_core::Tiers {
+    machine
+        .tiers()
+        .expect("the migration engine runs on machines with tiers")
 }
 
 /// `r` within `bounds`, shrunk to whole granules.
@@ -205,5 +223,175 @@ fn clip(r: AddrRange, bounds: AddrRange, granule: u64) -> AddrRange {
         AddrRange::new(start, start)
     } else {
         AddrRange::new(start, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::tiers::{TierSpec, TierTraffic, Tiers};
+    use tierscope_core::{CostCounters, Level, Mapping, Paging, Placement};
+
+    /// A machine that is only tiers: counts flushes, keeps the time it is set to.
+    struct TieredMachine {
+        specs: Vec<TierSpec>,
+        placement: Placement,
+        now: Nanos,
+        flushes: Vec<Flush>,
+        cost: CostCounters,
+    }
+
+    impl Tiers for TieredMachine {
+        fn specs(&self) -> &[TierSpec] {
+            &self.specs
+        }
+        fn placement(&self) -> &Placement {
+            &self.placement
+        }
+        fn place(&mut self, r: AddrRange, tier: u8) -> u64 {
+            self.placement.set(r, tier)
+        }
+        fn take_traffic(&mut self, _: &mut [TierTraffic]) {}
+    }
+
+    impl Machine for TieredMachine {
+        fn paging(&self) -> Paging {
+            Paging::FourLevel
+        }
+        fn now(&self) -> Nanos {
+            self.now
+        }
+        fn mappings(&self) -> &[Mapping] {
+            &[]
+        }
+        fn leaf_level(&mut self, _: u64) -> Option<Level> {
+            None
+        }
+        fn accessed(&mut self, _: Level, _: u64) -> Option<bool> {
+            None
+        }
+        fn test_and_clear_accessed(&mut self, _: Level, _: u64) -> Option<bool> {
+            None
+        }
+        fn dirty(&mut self, _: u64) -> Option<bool> {
+            None
+        }
+        fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
+            None
+        }
+        fn flush(&mut self, what: Flush) {
+            self.flushes.push(what);
+        }
+        fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+            Some(self)
+        }
+        fn cost(&self) -> &CostCounters {
+            &self.cost
+        }
+        fn cost_mut(&mut self) -> &mut CostCounters {
+            &mut self.cost
+        }
+    }
+
+    const MIB: u64 = 1 << 20;
+    const BASE: u64 = 1 << 40;
+
+    /// 64 MiB on the slow tier, a fast tier of `fast` bytes.
+    fn machine(fast: u64) -> TieredMachine {
+        let t = |capacity| TierSpec {
+            name: "t".into(),
+            capacity,
+            latency_ns: 1.0,
+            bandwidth: 1.0,
+            queueing: 0.0,
+            background: 0.0,
+        };
+        TieredMachine {
+            specs: vec![t(fast), t(u64::MAX)],
+            placement: Placement::new(AddrRange::new(BASE, BASE + 64 * MIB), 1, 2),
+            now: 0,
+            flushes: vec![],
+            cost: CostCounters::default(),
+        }
+    }
+
+    fn up(from_mib: u64, to_mib: u64) -> Move {
+        Move {
+            range: AddrRange::new(BASE + from_mib * MIB, BASE + to_mib * MIB),
+            to: 0,
+        }
+    }
+
+    #[test]
+    fn moves_copy_flush_and_charge_whole_pages() {
+        let mut m = machine(64 * MIB);
+        let config = MigrationConfig {
+            stall_per_page: Duration(1_000),
+            stall_per_round: Duration(3_000),
+            ..MigrationConfig::default()
+        };
+        let mut mig = Migrator::new(config, 4096, 2);
+        // The second move overlaps the first: only its new part is copied.
+        assert_eq!(mig.apply(&mut m, &[up(0, 2), up(1, 3)]), 3 * MIB);
+        assert_eq!(m.placement.bytes_on(0), 3 * MIB);
+        assert_eq!(m.flushes.len(), 2, "one range flush per piece moved");
+        let s = mig.stats;
+        assert_eq!(
+            (s.promoted_bytes, s.demoted_bytes, s.pages),
+            (3 * MIB, 0, 768)
+        );
+        assert_eq!(s.cpu_ns, 768 * 2_000);
+        assert_eq!(s.stall_ns, 768 * 1_000 + 3_000);
+        let mut copied = [0.0; 2];
+        mig.take_copy_bytes(&mut copied);
+        assert_eq!(
+            copied,
+            [(3 * MIB) as f64; 2],
+            "read on one tier, written on the other"
+        );
+        // A round that moves nothing still costs its fixed stall.
+        assert_eq!(mig.apply(&mut m, &[up(0, 3)]), 0);
+        assert_eq!(mig.stats.stall_ns, 768 * 1_000 + 2 * 3_000);
+        assert_eq!(mig.stats.rounds, 2);
+    }
+
+    #[test]
+    fn capacity_round_and_rate_limits_refuse_the_rest() {
+        // Capacity: 2 MiB of fast tier.
+        let mut m = machine(2 * MIB);
+        let mut mig = Migrator::new(MigrationConfig::default(), 4096, 2);
+        assert_eq!(mig.apply(&mut m, &[up(0, 8)]), 2 * MIB);
+        assert_eq!(mig.stats.refused_bytes, 6 * MIB);
+        // Per round: 1 MiB, then the next round another.
+        let mut m = machine(64 * MIB);
+        let config = MigrationConfig {
+            max_per_round: Size(MIB),
+            ..MigrationConfig::default()
+        };
+        let mut mig = Migrator::new(config, 4096, 2);
+        assert_eq!(mig.apply(&mut m, &[up(0, 4)]), MIB);
+        assert_eq!(mig.apply(&mut m, &[up(0, 4)]), MIB);
+        // Rate: 4 MiB/s holds one second's worth; half a second later, 2 MiB more.
+        let mut m = machine(64 * MIB);
+        let config = MigrationConfig {
+            max_rate: Size(4 * MIB),
+            ..MigrationConfig::default()
+        };
+        let mut mig = Migrator::new(config, 4096, 2);
+        assert_eq!(mig.apply(&mut m, &[up(0, 16)]), 4 * MIB);
+        m.now = 500_000_000;
+        assert_eq!(mig.apply(&mut m, &[up(0, 16)]), 2 * MIB);
+        // Huge pages move whole: a 2 MiB granule trims a 3 MiB move to 2 MiB.
+        let mut m = machine(64 * MIB);
+        let mut mig = Migrator::new(MigrationConfig::default(), 2 * MIB, 2);
+        assert_eq!(mig.apply(&mut m, &[up(0, 3)]), 2 * MIB);
+    }
+
+    #[test]
+    fn free_placement_costs_nothing() {
+        let mut m = machine(MIB);
+        Migrator::place_free(&mut m, &[up(0, 8)]);
+        assert_eq!(m.placement.bytes_on(0), 8 * MIB, "no capacity check either");
+        assert!(m.flushes.is_empty());
     }
 }

@@ -145,11 +145,7 @@ def seed_runs(
     outcome = run_sweep(
         sweep, out, executor=executor, jobs=jobs, progress=progress, source_name=name
     )
-    if outcome.failed:
-        from tierscope import RunError
-
-        first = next(iter(outcome.failed.items()))
-        raise RunError(f"{len(outcome.failed)} seed runs failed; {first[0]}: {first[1]}")
+    outcome.raise_if_failed("seed runs")
     df = load_sweep(out)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
     for row in df.iter_rows(named=True):
@@ -252,11 +248,7 @@ def main(args: argparse.Namespace) -> int:
         source_name="repro telescope",
         only=[f"base={n}" for n in names],
     )
-    if outcome.failed:
-        from tierscope import RunError
-
-        first = next(iter(outcome.failed.items()))
-        raise RunError(f"{len(outcome.failed)} experiments failed; {first[0]}: {first[1]}")
+    outcome.raise_if_failed("experiments")
     quality: list[dict[str, Any]] = []
     cost: list[dict[str, Any]] = []
     walls: dict[str, float] = {}

@@ -33,6 +33,14 @@ class SweepOutcome:
     #: the sweep's overhead is what its wall time spends beyond them.
     run_wall_s: dict[str, float] = field(default_factory=dict)
 
+    def raise_if_failed(self, what: str) -> None:
+        """Raises `RunError` naming how many `what` failed and the first one's error."""
+        if self.failed:
+            from tierscope._core import RunError
+
+            first_id, message = next(iter(self.failed.items()))
+            raise RunError(f"{len(self.failed)} {what} failed; {first_id}: {message}")
+
 
 def run_sweep(
     source: SweepSource,
