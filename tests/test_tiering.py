@@ -412,3 +412,17 @@ def test_help_lists_tiering_registries_from_the_binding(workdir: Path) -> None:
         assert any(x.split()[:1] == [t["name"]] for x in lines), t["name"]
     assert ", ".join(_core.placements()) in proc.stdout
     assert _core.placements()[0] == "first-touch-fast"
+
+
+def test_clashing_array_files_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # A monitor called `policy-oracle` and the oracle policy would share
+    # arrays-policy-oracle.npz.
+    text = TIERING_EXPERIMENT.replace(
+        '[[monitors]]\npreset = "damon-mod"',
+        '[[monitors]]\npreset = "damon-mod"\nname = "policy-oracle"',
+    )
+    assert 'name = "policy-oracle"' in text
+    (tmp_path / "clash.toml").write_text(text)
+    proc = run_cli("run", "clash.toml", "--out", "out", "--quiet", cwd=tmp_path)
+    assert_bad_input(proc, "would both be written to arrays-policy-oracle.npz")
+    assert not (tmp_path / "out").exists()

@@ -102,11 +102,6 @@ pub fn log_no_load(
     flushes: &[FlushEvent],
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
-    // An entry no pattern can reach (random patterns whose density has no mass on its
-    // span, a gaussian's far tail) is never loaded, however long the interval: every term
-    // below would be zero. Answering that up front keeps reads of long-unread cold
-    // entries from walking every segment and flush since (their number grows with the
-    // run).
     // The mass of the span under a pattern is the same in every segment of the pattern:
     // remember the last few (a gaussian's costs two exponentials).
     let mut memo = [(u32::MAX, 0.0f64); 4];
@@ -119,6 +114,11 @@ pub fn log_no_load(
         memo[0] = (id, m);
         m
     };
+    // An entry no pattern can reach (random patterns whose density has no mass on its
+    // span, a gaussian's far tail) is never loaded, however long the interval: every term
+    // below would be zero. Answering that up front keeps reads of long-unread cold
+    // entries from walking every segment and flush since (their number grows with the
+    // run).
     let reachable = w.workload.patterns.iter().enumerate().any(|(id, p)| {
         p.region.overlap(&t.span) > 0
             && (p.kind == PatternKind::Sequential
