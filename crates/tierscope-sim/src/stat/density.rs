@@ -155,6 +155,10 @@ pub struct Schedule {
     /// Per global pattern id: the sequential offset where the next access goes.
     offsets: Vec<u64>,
     store_next: bool,
+    /// Per global pattern id: its segments, each as (index, the pattern's accesses in
+    /// the segments before it), for counting a pattern's accesses in an interval without
+    /// walking the segments in between.
+    by_pattern: Vec<Vec<(u32, u64)>>,
 }
 
 impl Schedule {
@@ -170,6 +174,7 @@ impl Schedule {
             batch_left: 0,
             offsets: vec![0; w.patterns.len()],
             store_next: false,
+            by_pattern: vec![vec![]; w.patterns.len()],
         }
     }
 
@@ -199,6 +204,12 @@ impl Schedule {
                 self.batch_left = MASIM_BATCH;
                 if prev != id {
                     let p = &w.patterns[id as usize];
+                    // The pattern's previous segment is complete: another one follows it.
+                    let list = &mut self.by_pattern[id as usize];
+                    let before = list
+                        .last()
+                        .map_or(0, |&(i, c)| c + self.segments[i as usize].count);
+                    list.push((self.segments.len() as u32, before));
                     self.segments.push(Segment {
                         first: self.issued,
                         count: 0,
@@ -240,6 +251,18 @@ impl Schedule {
             .take_while(move |s| s.first < ib)
             .map(move |&s| (s, s.first.max(ia), s.end().min(ib)))
             .filter(|&(_, x, y)| x < y)
+    }
+
+    /// Accesses of pattern `pattern` among the thread's accesses `[0, i)`.
+    pub fn pattern_accesses_before(&self, pattern: u32, i: u64) -> u64 {
+        let list = &self.by_pattern[pattern as usize];
+        let k = list.partition_point(|&(j, _)| self.segments[j as usize].first < i);
+        if k == 0 {
+            return 0;
+        }
+        let (j, before) = list[k - 1];
+        let seg = &self.segments[j as usize];
+        before + seg.count.min(i - seg.first)
     }
 
     /// Index of the first segment that ends after access `i`.
@@ -313,6 +336,30 @@ mod tests {
             assert_eq!(p[0].end(), p[1].first);
             assert_ne!(p[0].pattern, p[1].pattern);
             assert_eq!(p[1].prev, p[0].pattern);
+        }
+    }
+
+    #[test]
+    fn pattern_counts_match_the_segments() {
+        let spec = parse_masim(
+            "a, 1GiB\nb, 1GiB\nc, 1GiB\n\np\n100\na, 1, 4096, 3\nb, 1, 4096, 1\nc, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let w = Workload::new(&spec, &[0, 1 << 30, 2 << 30], 10_000_000);
+        let mut s = Schedule::new(&w, Rng::new(3));
+        s.run(&w, 5_000_000);
+        let mut rng = Rng::new(4);
+        for _ in 0..200 {
+            let i = rng.below(5_000_001);
+            for p in 0..3 {
+                let by_walk: u64 = s
+                    .segments
+                    .iter()
+                    .filter(|g| g.pattern == p && g.first < i)
+                    .map(|g| g.count.min(i - g.first))
+                    .sum();
+                assert_eq!(s.pattern_accesses_before(p, i), by_walk, "{p} {i}");
+            }
         }
     }
 

@@ -27,7 +27,7 @@
 //! on every new key; a smaller one hits forever).
 
 use super::caches::RegionCaches;
-use super::density::{sweep_hits, Schedule, Workload};
+use super::density::{sweep_hits, Pattern, Schedule, Workload};
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, Level};
 
@@ -102,6 +102,12 @@ pub fn log_no_load(
     flushes: &[FlushEvent],
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
+    let inside_of = |p: &crate::stat::density::Pattern| {
+        AddrRange::new(
+            t.span.start.max(p.region.start),
+            t.span.end.min(p.region.end),
+        )
+    };
     // The mass of the span under a pattern is the same in every segment of the pattern:
     // remember the last few (a gaussian's costs two exponentials).
     let mut memo = [(u32::MAX, 0.0f64); 4];
@@ -135,6 +141,17 @@ pub fn log_no_load(
     if !reachable {
         return 0.0;
     }
+    // Once every cache is fresh for the span nothing can change that (freshness only
+    // grows), and each access of a random pattern then loads the entry with its share of
+    // the pattern's mass alone: the rest of the interval is linear in each pattern's
+    // access count, which the schedule counts without walking its segments and the
+    // flushes between them (a read long after the clear would otherwise walk hundreds).
+    // Sequential sweeps depend on where each segment starts, so they keep the walk.
+    let sweeps_reach = w
+        .workload
+        .patterns
+        .iter()
+        .any(|p| p.kind == PatternKind::Sequential && p.region.overlap(&t.span) > 0);
     let mut total = 0.0f64;
     for sched in w.schedules {
         let segs = &sched.segments;
@@ -166,6 +183,25 @@ pub fn log_no_load(
                 f |= flush_mask(flushes[fi].kind, t.level, t.leaf, t.span);
                 fi += 1;
             }
+            if f == ALL_FRESH && !sweeps_reach {
+                for (id, p) in w.workload.patterns.iter().enumerate() {
+                    let share = if t.stores_only { p.store_share() } else { 1.0 };
+                    if p.region.overlap(&t.span) == 0 || share == 0.0 {
+                        continue;
+                    }
+                    let n = sched.pattern_accesses_before(id as u32, ib)
+                        - sched.pattern_accesses_before(id as u32, x);
+                    if n > 0 {
+                        let (inside, c) = (inside_of(p), &w.caches[id]);
+                        let mass = mass_of(id as u32, p, inside);
+                        total += random_term(t, key, p, c, inside, (share, mass), n, f);
+                    }
+                }
+                if total <= CERTAIN_LOAD {
+                    return total;
+                }
+                break;
+            }
             let mut y = seg.end().min(ib);
             if fi < flushes.len() && flushes[fi].at < y {
                 y = flushes[fi].at;
@@ -177,22 +213,11 @@ pub fn log_no_load(
                 if share > 0.0 {
                     match p.kind {
                         PatternKind::Random => {
-                            let inside = AddrRange::new(
-                                t.span.start.max(p.region.start),
-                                t.span.end.min(p.region.end),
-                            );
-                            // `share` is 1 or 1/2: scaling the mass by it rounds exactly as
-                            // scaling the overlap did before densities existed.
-                            let s = share * mass_of(seg.pattern, p, inside);
-                            let q = c.load_probability(t.level, key, inside, f);
-                            if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() {
-                                total += leaf_log_no_load(n as f64 * s, q);
-                            } else {
-                                let sq = (s * q).min(1.0);
-                                if sq >= 1.0 {
-                                    return f64::NEG_INFINITY;
-                                }
-                                total += n as f64 * (-sq).ln_1p();
+                            let inside = inside_of(p);
+                            let mass = mass_of(seg.pattern, p, inside);
+                            total += random_term(t, key, p, c, inside, (share, mass), n, f);
+                            if total == f64::NEG_INFINITY {
+                                return total;
                             }
                         }
                         PatternKind::Sequential => {
@@ -237,6 +262,35 @@ pub fn log_no_load(
     total
 }
 
+/// ln of the probability that `n` accesses of the random pattern `p` leave the entry
+/// unloaded: each lands in the span `inside` with probability `share` (1, or the pattern's
+/// store share when only stores count) times the span's `mass`, and then loads the entry
+/// with the probability the caches `c` in freshness `f` give; `-inf` for a certain load.
+#[allow(clippy::too_many_arguments)]
+fn random_term(
+    t: Target,
+    key: u64,
+    p: &Pattern,
+    c: &RegionCaches,
+    inside: AddrRange,
+    (share, mass): (f64, f64),
+    n: u64,
+    f: u8,
+) -> f64 {
+    // `share` is 1 or 1/2: scaling the mass by it rounds exactly as scaling the overlap
+    // did before densities existed.
+    let s = share * mass;
+    let q = c.load_probability(t.level, key, inside, f);
+    if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() {
+        return leaf_log_no_load(n as f64 * s, q);
+    }
+    let sq = (s * q).min(1.0);
+    if sq >= 1.0 {
+        return f64::NEG_INFINITY;
+    }
+    n as f64 * (-sq).ln_1p()
+}
+
 /// ln of the probability that `mu` expected accesses to one leaf page (one TLB key), which
 /// misses the TLB with probability `q`, leave its entry unloaded, under LRU rather than
 /// independent misses. Che's model says the key stays cached for `T` accesses after each
@@ -277,6 +331,85 @@ pub fn fresh_after(fresh: u8, t: Target, flushes: &[FlushEvent]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TlbConfig;
+    use tierscope_core::rng::Rng;
+    use tierscope_core::workload::parse_masim;
+    use tierscope_core::{PageSize, Paging};
+
+    #[test]
+    fn long_reads_after_a_full_flush_are_linear_in_each_patterns_count() {
+        // Two uniform patterns alternating by batch; the entry is a PTE in `b`. After a
+        // full flush every access to `b` walks, so the entry stays unloaded with
+        // probability (1 - 4096 / |b|)^(accesses to b), whatever the segments between.
+        let spec =
+            parse_masim("a, 1GiB\nb, 64MiB\n\np\n1000\na, 1, 4096, 1\nb, 1, 4096, 1\n").unwrap();
+        let starts = [0, 1 << 30];
+        let workload = Workload::new(&spec, &starts, 10_000_000);
+        let caches: Vec<RegionCaches> = workload
+            .patterns
+            .iter()
+            .map(|p| {
+                let tlb = TlbConfig::default();
+                RegionCaches::new(
+                    p.region,
+                    &p.density,
+                    PageSize::Base4K,
+                    Paging::FourLevel,
+                    &tlb,
+                )
+            })
+            .collect();
+        let mut sched = Schedule::new(&workload, Rng::new(7));
+        sched.run(&workload, 40_000_000);
+        assert!(
+            sched.segments.len() > 100,
+            "many segments between clear and read"
+        );
+        let b = workload
+            .patterns
+            .iter()
+            .position(|p| p.region.start == 1 << 30)
+            .unwrap();
+        let world = World {
+            workload: &workload,
+            caches: &caches,
+            schedules: std::slice::from_ref(&sched),
+        };
+        let span = AddrRange::new((1 << 30) + (5 << 12), (1 << 30) + (6 << 12));
+        let t = Target {
+            level: Level::Pte,
+            leaf: Level::Pte,
+            span,
+            stores_only: false,
+        };
+        let (ia, ib) = (1_000_000, 39_000_000);
+        let flush = [FlushEvent {
+            seq: 1,
+            at: 2_000_000,
+            kind: FlushKind::All,
+        }];
+        let n_b = |x: u64, y: u64| -> u64 {
+            sched
+                .segments
+                .iter()
+                .filter(|g| g.pattern as usize == b && g.first < y && g.end() > x)
+                .map(|g| g.end().min(y) - g.first.max(x))
+                .sum()
+        };
+        let got = log_no_load(&world, t, ia, ib, 0, &flush);
+        // Before the flush the caches are warm (the TLB mostly misses on 16 K pages, the
+        // PDE cache hits): only the flushed part is linear with q = 1.
+        let before = log_no_load(&world, t, ia, 2_000_000, 0, &[]);
+        let after = n_b(2_000_000, ib) as f64 * (-(4096.0 / (64 << 20) as f64)).ln_1p();
+        assert!(
+            ((got - (before + after)) / got).abs() < 1e-12,
+            "{got} vs {before} + {after}"
+        );
+        // Fresh from the start: linear over the whole interval.
+        let all = log_no_load(&world, t, ia, ib, ALL_FRESH, &[]);
+        let by_hand = n_b(ia, ib) as f64 * (-(4096.0 / (64 << 20) as f64)).ln_1p();
+        assert!(((all - by_hand) / all).abs() < 1e-12, "{all} vs {by_hand}");
+    }
 
     #[test]
     fn leaf_renewal_matches_lru_by_hand() {
