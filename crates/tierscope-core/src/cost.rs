@@ -40,6 +40,8 @@ pub struct CostCounters {
     pub scan_sleeps: u64,
     /// Pages drained from a write log (PML entries, dirty-log bits).
     pub log_pages: u64,
+    /// NUMA hint faults taken on the workload's cores (NUMA balancing's scan).
+    pub hint_faults: u64,
 }
 
 impl CostCounters {
@@ -78,6 +80,7 @@ impl CostCounters {
         self.scan_batches += o.scan_batches;
         self.scan_sleeps += o.scan_sleeps;
         self.log_pages += o.log_pages;
+        self.hint_faults += o.hint_faults;
     }
 }
 
@@ -121,6 +124,9 @@ pub struct CostModel {
     pub scan_sleep: f64,
     /// Reading one logged page from a write log and adding it to its block.
     pub log_page: f64,
+    /// One NUMA hint fault on a workload core: fault entry and exit, the protection
+    /// restored, the hot-page check (the promotion itself is the migration engine's).
+    pub hint_fault: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -143,6 +149,7 @@ impl Default for CostModel {
             scan_batch: 2_000.0,
             scan_sleep: 5_000.0,
             log_page: 100.0,
+            hint_fault: 3_000.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -165,12 +172,13 @@ impl CostModel {
             + c.scan_batches as f64 * self.scan_batch
             + c.scan_sleeps as f64 * self.scan_sleep
             + c.log_pages as f64 * self.log_page
+            + c.hint_faults as f64 * self.hint_fault
     }
 
-    /// The cycles of `c` spent on the workload's own cores (PMU interrupts) rather than
-    /// on a monitoring thread.
+    /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults)
+    /// rather than on a monitoring thread.
     pub fn workload_core_cycles(&self, c: &CostCounters) -> f64 {
-        c.pmu_interrupts as f64 * self.pmu_interrupt
+        c.pmu_interrupts as f64 * self.pmu_interrupt + c.hint_faults as f64 * self.hint_fault
     }
 
     /// Nanoseconds `cycles` take at `cpu_hz`.

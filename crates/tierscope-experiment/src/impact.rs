@@ -56,6 +56,7 @@ pub struct Impact {
     pub extra_walk_loads: u64,
     pub walks: f64,
     pub shootdowns: f64,
+    /// Work the monitor puts on the workload's own cores: PMU interrupts, hint faults.
     pub pmu: f64,
     pub contention: f64,
     pub total: f64,

@@ -232,7 +232,7 @@ pub fn run_policy(
     let mut monitor_cycles = 0.0;
     let mut engine;
     match (entry.config.feed(), job.monitor) {
-        (Feed::Accesses | Feed::PebsSamples, Some(m)) => {
+        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, Some(m)) => {
             let mc = &exp.monitors[m].config;
             engine = crate::build::engine(exp, mc.requires().with(TIERS), mc.truth())?;
             let mut monitor = mc.build(
@@ -326,7 +326,7 @@ pub fn run_policy(
             // The placement stays as it started.
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
         }
-        (Feed::Accesses | Feed::PebsSamples, None) => {
+        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, None) => {
             unreachable!("`jobs` gives every monitor-fed policy run its monitor")
         }
     }
@@ -554,6 +554,43 @@ policies = ["telescope-rule", "oracle", "static"{extra_policies}]
                 let m = &p.migration;
                 assert_eq!(m.promoted_bytes + m.demoted_bytes, m.pages * 4096, "{at}");
             }
+        }
+    }
+
+    #[test]
+    fn tpp_promotes_on_hint_faults_and_keeps_its_watermark() {
+        for engine in ["exact", "stat"] {
+            // Scan a GiB every half second, hot within 100 ms: the hot region is in the
+            // second or third batch of the first lap.
+            let r = run_with(
+                engine,
+                "numa-hint\"\nscan_size = \"1GiB\"\nscan_period = \"500ms\"\nhot_threshold = \"100ms",
+                r#", "tpp""#,
+            );
+            let names: Vec<&str> = r.policies.iter().map(|p| p.name.as_str()).collect();
+            // telescope-rule can use any monitor of accesses; TPP only hint faults.
+            assert!(names.contains(&"tpp@numa-hint"), "{names:?}");
+            let oracle = r.policies.iter().find(|p| p.kind == "oracle").unwrap();
+            let p = r.policies.iter().find(|p| p.kind == "tpp").unwrap();
+            let at = format!("{engine} {}", p.name);
+            let s = &p.summary;
+            assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+            assert!(s.app_ns >= oracle.summary.app_ns * (1.0 - 1e-9), "{at}");
+            let last = p.windows.last().unwrap();
+            assert!(last.served[0] / last.accesses > 0.95, "{at}: {last:?}");
+            // The 256 MiB fast tier started full (first touch): room for 64 MiB and the
+            // 2 % reserve came from demotions, and it ends at most 98 % full (to the page).
+            let m = &p.migration;
+            assert!(m.promoted_bytes >= 64 << 20, "{at}: {m:?}");
+            assert!(m.demoted_bytes >= m.promoted_bytes, "{at}: {m:?}");
+            let cap = 256u64 << 20;
+            assert!(
+                last.placed[0] <= cap - cap / 50 + 4096,
+                "{at}: {:?}",
+                last.placed
+            );
+            // The hint faults cost CPU on the workload's cores.
+            assert!(s.monitor_cpu_ns > 0.0, "{at}");
         }
     }
 

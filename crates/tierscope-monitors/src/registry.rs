@@ -148,6 +148,8 @@ registry! {
     Scan(crate::scan::ScanConfig) = "scan",
     Pebs(crate::pebs::PebsConfig) = "pebs",
     Pml(crate::pml::PmlConfig) = "pml",
+    /// NUMA balancing's hint faults in tiering mode (what TPP promotes with).
+    NumaHint(crate::numa_hint::NumaHintConfig) = "numa_hint",
 }
 
 /// [`Technique`] without its `Sized` constructors, so the enum can hand out one object.

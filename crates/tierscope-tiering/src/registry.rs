@@ -10,6 +10,7 @@ use crate::policy::memtis::MemtisConfig;
 use crate::policy::oracle::Oracle;
 use crate::policy::periodic::{Mode, PeriodicConfig};
 use crate::policy::telescope_rule::TelescopeRuleConfig;
+use crate::policy::tpp::TppConfig;
 use crate::policy::Policy;
 use serde::{Deserialize, Serialize};
 use tierscope_core::{FieldError, Intervals};
@@ -22,6 +23,8 @@ pub enum Feed {
     Accesses,
     /// The per-page sample counts of a `pebs` monitor: runs once per such monitor.
     PebsSamples,
+    /// The hint faults of a `numa_hint` monitor: runs once per such monitor.
+    HintFaults,
     /// The engine's own per-page counts of the window that just ended: runs once.
     TruthHistory,
     /// The coming window's truth, migrations free (the oracle): runs once.
@@ -38,6 +41,7 @@ pub enum PolicyConfig {
     Hemem(HememConfig),
     Memtis(MemtisConfig),
     Colloid(ColloidConfig),
+    Tpp(TppConfig),
     Periodic(PeriodicConfig),
     Oracle {},
     Static {},
@@ -66,6 +70,11 @@ pub const POLICIES: &[(&str, &str)] = &[
         "Colloid on HeMem's hotness: balance the tiers' loaded latencies (5%, 500 ms quantum)",
     ),
     (
+        "tpp",
+        "TPP: promote on a NUMA hint fault within 1 s of the scan, demote the oldest \
+         promotions to keep 2% of the fast tier free",
+    ),
+    (
         "periodic",
         "Cori's periodic schedulers: each window, swap the hottest slow pages with the least \
          recently used fast ones (mode history or oracle)",
@@ -85,6 +94,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(_) => "hemem",
             PolicyConfig::Memtis(_) => "memtis",
             PolicyConfig::Colloid(_) => "colloid",
+            PolicyConfig::Tpp(_) => "tpp",
             PolicyConfig::Periodic(_) => "periodic",
             PolicyConfig::Oracle {} => "oracle",
             PolicyConfig::Static {} => "static",
@@ -98,6 +108,7 @@ impl PolicyConfig {
             "hemem" => PolicyConfig::Hemem(Default::default()),
             "memtis" => PolicyConfig::Memtis(Default::default()),
             "colloid" => PolicyConfig::Colloid(Default::default()),
+            "tpp" => PolicyConfig::Tpp(Default::default()),
             "oracle" => PolicyConfig::Oracle {},
             "static" => PolicyConfig::Static {},
             _ => return None,
@@ -110,6 +121,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) | PolicyConfig::Colloid(_) => {
                 Feed::PebsSamples
             }
+            PolicyConfig::Tpp(_) => Feed::HintFaults,
             PolicyConfig::Periodic(c) => match c.mode {
                 Mode::History => Feed::TruthHistory,
                 Mode::Oracle => Feed::Lookahead,
@@ -134,6 +146,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => c.validate(),
             PolicyConfig::Memtis(c) => c.validate(),
             PolicyConfig::Colloid(c) => c.validate(),
+            PolicyConfig::Tpp(c) => c.validate(),
             PolicyConfig::Periodic(c) => c.validate(),
             PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
         }
@@ -148,6 +161,7 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => Box::new(c.build()),
             PolicyConfig::Memtis(c) => Box::new(c.build()),
             PolicyConfig::Colloid(c) => Box::new(c.build()),
+            PolicyConfig::Tpp(c) => Box::new(c.build()),
             PolicyConfig::Periodic(c) => Box::new(c.build()),
             PolicyConfig::Oracle {} => Box::new(Oracle::new()),
             PolicyConfig::Static {} => Box::new(Fixed),

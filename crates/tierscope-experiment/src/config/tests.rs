@@ -467,6 +467,18 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
             "needs PEBS samples, and `damon-mod` is a damon monitor",
         ),
         (
+            &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"tpp\", monitors = [\"damon-mod\"]")],
+            "monitors = [\"damon-mod\"]",
+            "tiering.policies[2].monitors",
+            "needs NUMA hint faults, and `damon-mod` is a damon monitor",
+        ),
+        (
+            &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"tpp\", demote_watermark = 1.5")],
+            "demote_watermark",
+            "tiering.policies[2].demote_watermark",
+            "must be in [0, 1)",
+        ),
+        (
             &[stat, no_pml, ("preset = \"dram\"", "preset = \"hbm\"")],
             "\"hbm\"",
             "tiering.tiers[0].preset",

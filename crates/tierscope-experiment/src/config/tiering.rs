@@ -277,16 +277,23 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
                 m.config.kind(),
                 config.kind()
             )),
+            Feed::HintFaults if m.config.kind() != "numa_hint" => Err(format!(
+                "`{}` needs NUMA hint faults, and `{}` is a {} monitor (use preset = \
+                 \"numa-hint\")",
+                config.kind(),
+                m.name,
+                m.config.kind(),
+            )),
             _ => Ok(()),
         }
     };
     let feeds = match (feed, wanted) {
-        (Feed::Accesses | Feed::PebsSamples, None) => monitors
+        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, None) => monitors
             .iter()
             .filter(|m| fits(m).is_ok())
             .map(|m| m.name.clone())
             .collect(),
-        (Feed::Accesses | Feed::PebsSamples, Some(list)) => {
+        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, Some(list)) => {
             for m in &list {
                 let Some(entry) = monitors.iter().find(|e| &e.name == m) else {
                     return Err(FieldError::new(
@@ -306,11 +313,11 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
         }
         (_, None) => vec![],
     };
-    if matches!(feed, Feed::Accesses | Feed::PebsSamples) && feeds.is_empty() {
-        let what = if feed == Feed::PebsSamples {
-            "a pebs monitor"
-        } else {
-            "a monitor of accesses"
+    if matches!(feed, Feed::Accesses | Feed::PebsSamples | Feed::HintFaults) && feeds.is_empty() {
+        let what = match feed {
+            Feed::PebsSamples => "a pebs monitor",
+            Feed::HintFaults => "a numa_hint monitor (preset = \"numa-hint\")",
+            _ => "a monitor of accesses",
         };
         return Err(FieldError::new(
             "type",

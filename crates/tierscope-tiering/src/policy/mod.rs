@@ -10,6 +10,7 @@ pub mod memtis;
 pub mod oracle;
 pub mod periodic;
 pub mod telescope_rule;
+pub mod tpp;
 
 use crate::migration::Move;
 use tierscope_core::tiers::TierSpec;
