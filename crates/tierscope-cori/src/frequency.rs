@@ -28,7 +28,11 @@ pub fn dominant_reuse(bars: &[Bar]) -> Option<u64> {
             let step = 1.0 / (n - 1) as f64;
             let (mut num, mut den) = (0.0, 0.0);
             for (i, bar) in bars.iter().enumerate() {
-                let w = if i == 0 { 1.0 } else { (n - 1 - i) as f64 * step };
+                let w = if i == 0 {
+                    1.0
+                } else {
+                    (n - 1 - i) as f64 * step
+                };
                 let weight = bar.height * w;
                 num += bar.reuse as f64 * weight;
                 den += weight;
@@ -86,7 +90,10 @@ mod tests {
         // Eq. 1 with the paper's weights (N - i) = 2, 1, 0 gives the same:
         // (2*3*1000 + 1*4*2000) / (2*3 + 1*4) = 14000 / 10 = 1400.
         // Two bars: the longer has weight 0, so DR is the shorter's reuse.
-        assert_eq!(dominant_reuse(&bars(&[(5000, 9.0), (8000, 100.0)])), Some(5000));
+        assert_eq!(
+            dominant_reuse(&bars(&[(5000, 9.0), (8000, 100.0)])),
+            Some(5000)
+        );
         // Four bars, weights 1, 2/3, 1/3, 0, heights 3: 3, 2, 1, 0;
         // (1000*3 + 2000*2 + 4000*1) / 6 = 11000 / 6 = 1833.33 -> truncated to 1833.
         assert_eq!(

@@ -254,7 +254,12 @@ pub fn run(trace: &Trace, config: &ModelConfig, period: u64) -> Result<RunStats,
                 ranked.truncate(capacity);
             }
             promote.clear();
-            promote.extend(ranked.iter().map(|&(p, _)| p).filter(|&p| !fast[p as usize]));
+            promote.extend(
+                ranked
+                    .iter()
+                    .map(|&(p, _)| p)
+                    .filter(|&p| !fast[p as usize]),
+            );
             let k = promote.len();
             if k > 0 {
                 // `k <= capacity = fast_list.len()`: the k least recently used fast pages
@@ -277,11 +282,8 @@ pub fn run(trace: &Trace, config: &ModelConfig, period: u64) -> Result<RunStats,
     }
 
     let requests = n as u64;
-    let periods = if period == 0 {
-        1
-    } else {
-        requests / period + 1
-    };
+    // `Scheduler.init`: one period when `num_reqs_per_ep == 0`.
+    let periods = requests.checked_div(period).map_or(1, |k| k + 1);
     Ok(cost(
         &config.platform,
         requests,
@@ -341,7 +343,12 @@ fn cost(
     let single = |latency: f64, bytes_per_ns: f64| {
         let transfer = requests as f64 * latency;
         let allowed = requests as f64 * p.line_bytes / bytes_per_ns;
-        transfer + if transfer < allowed { allowed - transfer } else { 0.0 }
+        transfer
+            + if transfer < allowed {
+                allowed - transfer
+            } else {
+                0.0
+            }
     };
     RunStats {
         requests,
@@ -358,5 +365,311 @@ fn cost(
         runtime_ns: fast_ns + slow_ns + period_ns + migration_ns + queue_ns,
         all_fast_ns: single(p.fast_latency_ns, p.fast_bytes_per_ns),
         all_slow_ns: single(p.slow_latency_ns, p.slow_bytes_per_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A trace touching the given page numbers (one address per page).
+    fn trace(pages: &[u64]) -> Trace {
+        Trace::from_addresses(pages.iter().map(|p| p << 12)).unwrap()
+    }
+
+    fn config(scheduler: Scheduler, count_quantum: u32) -> ModelConfig {
+        ModelConfig {
+            count_quantum,
+            ..ModelConfig::cori_sim(scheduler)
+        }
+    }
+
+    fn assert_close(got: f64, want: f64) {
+        assert!((got - want).abs() < 1e-6, "{got} != {want}");
+    }
+
+    /// Pages 0..9 once each, then page 5 twenty times: ids are the page numbers.
+    fn ten_then_five() -> Trace {
+        let mut p: Vec<u64> = (0..10).collect();
+        p.extend([5; 20]);
+        trace(&p)
+    }
+
+    #[test]
+    fn history_by_hand() {
+        // 10 pages: capacity int(0.2 * 10) = 2, fast {0, 2}. Periods of 10 requests.
+        // Period 0 (0..9 once): hits on 0 and 2 -> 2.
+        // Before period 1, ranked by period 0: all 1, ties by page number -> top 2 = {0, 1};
+        // 1 is slow: promote 1, demote the least recent fast page (0 at request 0, 2 at
+        // request 2) -> 0; fast {1, 2}, 2 pages moved. Period 1 (page 5 x 10): 0 hits.
+        // Before period 2, ranked by period 1: only 5 -> promote 5, demote the least recent
+        // of {1 (request 1), 2 (request 2)} -> 1; fast {5, 2}, 4 moved. Period 2: 10 hits.
+        let s = run(&ten_then_five(), &config(Scheduler::History, 0), 10).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages, s.reschedules), (12, 4, 2));
+        // int(30 / 10) + 1 = 4 periods charged although 3 hold requests.
+        assert_eq!(s.periods, 4);
+        // 12 * 50 = 600, 18 * 150 = 2700, 4 * 3000 = 12000, 4 * 1000 = 4000;
+        // bytes 30 * 64 + 4 * 4096 = 18304 take 18304 / 3.7 = 4947.03 ns < 600 + 2700 + 4000
+        // = 7300: no queueing. Runtime 600 + 2700 + 12000 + 4000 = 19300.
+        assert_close(s.fast_ns, 600.0);
+        assert_close(s.slow_ns, 2700.0);
+        assert_close(s.period_ns, 12000.0);
+        assert_close(s.migration_ns, 4000.0);
+        assert_close(s.queue_ns, 0.0);
+        assert_close(s.runtime_ns, 19300.0);
+        // 30 * 50 (64 / 10 = 6.4 ns per request of bandwidth is less) and 30 * 150.
+        assert_close(s.all_fast_ns, 1500.0);
+        assert_close(s.all_slow_ns, 4500.0);
+    }
+
+    #[test]
+    fn oracle_by_hand() {
+        // Same trace. Before period 1, ranked by period 1: only 5 -> promote 5, demote 0
+        // (least recent of {0, 2}); fast {5, 2}, 2 moved; period 1: 10 hits. Before period
+        // 2, ranked by period 2: 5, already fast: nothing. Hits 2 + 10 + 10 = 22.
+        let s = run(&ten_then_five(), &config(Scheduler::Oracle, 0), 10).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages, s.reschedules), (22, 2, 2));
+        // 22 * 50 = 1100, 8 * 150 = 1200, 12000, 2000; bytes 1920 + 8192 = 10112 take
+        // 2732.97 ns < 4300: no queueing. 1100 + 1200 + 12000 + 2000 = 16300.
+        assert_close(s.runtime_ns, 16300.0);
+    }
+
+    #[test]
+    fn equal_counts_rank_by_page_number_not_first_touch() {
+        // Pages 9, 8, ..., 0 once each (ids 0..9 are pages 9..0), then page 4 ten times.
+        // Fast: ids 0 and 2 = pages 9 and 7. Before period 1, history ranks period 0, all
+        // counts 1: by page number, pages 0 and 1 (ids 9 and 8), both slow: both promoted,
+        // both fast pages demoted, 4 moved. Ranking by id would have picked ids 0 and 1
+        // (pages 9 and 8): one move. Period 1 (page 4 x 10) misses either way.
+        let mut p: Vec<u64> = (0..10).rev().collect();
+        p.extend([4; 10]);
+        let s = run(&trace(&p), &config(Scheduler::History, 0), 10).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages), (2, 4));
+    }
+
+    #[test]
+    fn fast_pages_not_yet_accessed_are_the_least_recently_used() {
+        // Pages 0..9 once each, periods of 2, oracle. Fast {0, 2}.
+        // Period 0 (0, 1): 1 hit. Before period 1, ranked by (2, 3): 3 is slow; the least
+        // recent fast page is 2, never accessed yet (cori-sim's LRU list starts with every
+        // id), not 0 (request 0): fast {0, 3}, 2 moved; period 1: 2 misses, 3 hits.
+        // Periods 2, 3, 4: both pages promoted each time, both fast pages demoted: 4 moved
+        // and 2 hits each. Hits 1 + 1 + 6 = 8 (demoting 0 instead would make it 9).
+        let s = run(
+            &trace(&(0..10).collect::<Vec<_>>()),
+            &config(Scheduler::Oracle, 0),
+            2,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.fast_hits, s.migrated_pages, s.reschedules, s.periods),
+            (8, 14, 4, 6)
+        );
+        // 8 * 50 = 400, 2 * 150 = 300, 6 * 3000 = 18000, 14000; bytes 640 + 14 * 4096 =
+        // 57984 take 57984 / 3.7 = 15671.351351 ns > 400 + 300 + 14000 = 14700, so
+        // queueing 971.351351; runtime 400 + 300 + 18000 + 14000 + 971.351351.
+        assert_close(s.queue_ns, 57984.0 / 3.7 - 14700.0);
+        assert_close(s.runtime_ns, 33671.351351351);
+    }
+
+    #[test]
+    fn queueing_by_hand() {
+        // Pages 0..4 once each, periods of 1 request: capacity int(0.2 * 5) = 1, fast {0}.
+        // History: request 0 hits; before request 1 the ranked page (0) is fast; before
+        // requests 2, 3, 4 the page of the request before is slow and swaps with the one
+        // fast page: 6 moved, 1 hit, int(5 / 1) + 1 = 6 periods.
+        let t = trace(&[0, 1, 2, 3, 4]);
+        let s = run(&t, &config(Scheduler::History, 0), 1).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages, s.periods), (1, 6, 6));
+        // 50 + 4 * 150 = 650, 18000, 6000; bytes 5 * 64 + 6 * 4096 = 24896 take
+        // 24896 / 3.7 = 6728.648649 ns > 650 + 6000 = 6650: queueing 78.648649.
+        assert_close(s.queue_ns, 78.648_648_648_6);
+        assert_close(s.runtime_ns, 24_728.648_648_648_6);
+        // Oracle: every request's page is promoted before it: 5 hits, 8 moved; bytes
+        // 320 + 8 * 4096 = 33088 take 8942.702703 ns > 250 + 8000: queueing 692.702703.
+        let s = run(&t, &config(Scheduler::Oracle, 0), 1).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages), (5, 8));
+        assert_close(s.queue_ns, 692.702_702_702_7);
+        assert_close(s.runtime_ns, 26_942.702_702_702_7);
+    }
+
+    #[test]
+    fn binned_as_numpy_digitize_by_hand() {
+        // busiest 45: edges range(0, 45, 20) = 0, 20, 40.
+        assert_eq!(
+            [45, 40, 39, 19, 0].map(|c| binned(c, 45, 20)),
+            [40, 40, 20, 0, 0]
+        );
+        // busiest 40: edges 0, 20; 40 is past the last edge and falls in its bin, 20.
+        assert_eq!([40, 39, 20].map(|c| binned(c, 40, 20)), [20, 20, 20]);
+        // busiest 20: edges 0 only; busiest 21: edges 0, 20.
+        assert_eq!(binned(20, 20, 20), 0);
+        assert_eq!(binned(20, 21, 20), 20);
+        assert_eq!(binned(7, 7, 0), 7);
+        assert_eq!(binned(7, 7, 1), 7);
+    }
+
+    #[test]
+    fn a_page_never_counted_more_than_the_quantum_never_moves() {
+        // Periods of 25. Period 0: pages 0..4, then page 1 nineteen times, then page 0:
+        // page 1 counted 20, page 0 twice. Period 1: page 0 x 25. Capacity 1, fast {0}.
+        let mut p: Vec<u64> = (0..5).collect();
+        p.extend([1; 19]);
+        p.push(0);
+        p.extend([0; 25]);
+        let t = trace(&p);
+        // Quantum 20: page 1's busiest period has 20, so its edges are range(0, 20, 20) =
+        // [0] and 20 bins to 0; page 0 (busiest 25) bins 2 to 0. Nothing ranked, nothing
+        // moves: hits 2 + 25 = 27; 27 * 50 + 23 * 150 + 3 * 3000 = 13800.
+        let s = run(&t, &config(Scheduler::History, 20), 25).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages), (27, 0));
+        assert_close(s.runtime_ns, 13800.0);
+        // Raw counts: page 1 (20) outranks page 0 (2) and swaps with it; period 1 then
+        // misses 25 times: hits 2; 100 + 48 * 150 + 9000 + 2000 = 18300.
+        let s = run(&t, &config(Scheduler::History, 0), 25).unwrap();
+        assert_eq!((s.fast_hits, s.migrated_pages), (2, 2));
+        assert_close(s.runtime_ns, 18300.0);
+    }
+
+    #[test]
+    fn one_period_never_reschedules() {
+        // Period 0 is cori-sim's single period; a period longer than the trace is one too
+        // but charged as int(10 / 50) + 1 = 1. Fast {0, 2}: 2 hits.
+        let t = trace(&(0..10).collect::<Vec<_>>());
+        for period in [0, 10, 50] {
+            let s = run(&t, &config(Scheduler::Oracle, 20), period).unwrap();
+            assert_eq!((s.fast_hits, s.migrated_pages, s.reschedules), (2, 0, 0));
+        }
+        assert_eq!(
+            run(&t, &config(Scheduler::Oracle, 20), 10).unwrap().periods,
+            2
+        );
+    }
+
+    #[test]
+    fn shares_the_interleaving_cannot_fill_are_refused() {
+        let t = trace(&[1, 2, 3]);
+        for r in [0.6, 0.99, 1.5, -0.1, f64::NAN] {
+            let c = ModelConfig {
+                fast_ratio: r,
+                ..ModelConfig::cori_sim(Scheduler::History)
+            };
+            let e = run(&t, &c, 1).unwrap_err();
+            assert_eq!(e.field, "fast_ratio");
+        }
+    }
+
+    /// cori-sim's scheduler written out as it is, on small traces: dense per-period
+    /// counts, numpy's digitize as a loop, a full sort per period, the LRU as a list.
+    fn reference(pages: &[u64], c: &ModelConfig, period: usize) -> (u64, u64, u64) {
+        let t = trace(pages);
+        let ids: Vec<usize> = t.ids().iter().map(|&i| i as usize).collect();
+        let np = t.num_pages();
+        let n = ids.len();
+        let num_periods = n.checked_div(period).map_or(1, |k| k + 1);
+        let ep = |i: usize| i.checked_div(period).unwrap_or(0);
+        let mut counts = vec![vec![0u32; np]; num_periods];
+        for (i, &p) in ids.iter().enumerate() {
+            counts[ep(i)][p] += 1;
+        }
+        let q = c.count_quantum;
+        let bin = |p: usize, e: usize| -> u32 {
+            let x = counts[e][p];
+            if q <= 1 {
+                return x;
+            }
+            let max = (0..num_periods).map(|e| counts[e][p]).max().unwrap();
+            let edges: Vec<u32> = (0..max).step_by(q as usize).collect();
+            let idx = edges.iter().filter(|&&b| b <= x).count();
+            edges[idx - 1]
+        };
+        let cap = (c.fast_ratio * np as f64) as usize;
+        let mut fast = vec![false; np];
+        if c.fast_ratio == 1.0 {
+            fast.fill(true);
+        } else {
+            let mut placed = 0;
+            for (i, f) in fast.iter_mut().enumerate() {
+                if i % 2 == 0 && placed < cap {
+                    *f = true;
+                    placed += 1;
+                }
+            }
+        }
+        let mut lru: Vec<usize> = (0..np).collect();
+        let (mut hits, mut migr, mut retiers) = (0, 0, 0);
+        for (i, &p) in ids.iter().enumerate() {
+            if period > 0 && i % period == 0 && i != 0 {
+                retiers += 1;
+                let e = i / period;
+                let e = match c.scheduler {
+                    Scheduler::History => e - 1,
+                    Scheduler::Oracle => e,
+                };
+                let mut hot: Vec<(usize, u32)> = (0..np)
+                    .map(|p| (p, bin(p, e)))
+                    .filter(|x| x.1 != 0)
+                    .collect();
+                hot.sort_by(|a, b| {
+                    b.1.cmp(&a.1)
+                        .then(t.page_numbers()[a.0].cmp(&t.page_numbers()[b.0]))
+                });
+                let up: Vec<usize> = hot
+                    .iter()
+                    .take(cap)
+                    .map(|x| x.0)
+                    .filter(|&p| !fast[p])
+                    .collect();
+                let down: Vec<usize> = lru.iter().copied().filter(|&p| fast[p]).collect();
+                for (&u, &d) in up.iter().zip(&down) {
+                    fast[u] = true;
+                    fast[d] = false;
+                }
+                migr += 2 * up.len() as u64;
+            }
+            hits += u64::from(fast[p]);
+            let at = lru.iter().position(|&x| x == p).unwrap();
+            lru.remove(at);
+            lru.push(p);
+        }
+        (hits, migr, retiers)
+    }
+
+    proptest! {
+        #[test]
+        fn matches_a_direct_transcription_of_cori_sim(
+            pages in proptest::collection::vec(0u64..16, 1..200),
+            period in 0usize..30,
+            ratio in proptest::sample::select(vec![0.0, 0.2, 0.3, 0.5, 1.0]),
+            quantum in proptest::sample::select(vec![0u32, 2, 3, 20]),
+            oracle in any::<bool>(),
+        ) {
+            let scheduler = if oracle { Scheduler::Oracle } else { Scheduler::History };
+            let c = ModelConfig { fast_ratio: ratio, ..config(scheduler, quantum) };
+            let s = run(&trace(&pages), &c, period as u64).unwrap();
+            prop_assert_eq!(
+                (s.fast_hits, s.migrated_pages, s.reschedules),
+                reference(&pages, &c, period)
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_trace_gives_the_same_numbers() {
+        let mut x = 12345u64;
+        let pages: Vec<u64> = (0..20_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 33) % 500
+            })
+            .collect();
+        let t = trace(&pages);
+        for s in Scheduler::ALL {
+            let c = ModelConfig::cori_sim(s);
+            assert_eq!(run(&t, &c, 700).unwrap(), run(&t.clone(), &c, 700).unwrap());
+        }
     }
 }

@@ -89,8 +89,7 @@ impl ReuseHistogram {
             let b = d / bucket_size;
             if b < num_buckets {
                 Some(b as usize)
-            } else if edges == Edges::CoriSim && num_buckets > 0 && d == num_buckets * bucket_size
-            {
+            } else if edges == Edges::CoriSim && num_buckets > 0 && d == num_buckets * bucket_size {
                 // numpy's last bucket includes its right edge.
                 Some(num_buckets as usize - 1)
             } else {
@@ -192,11 +191,20 @@ mod tests {
         assert_eq!(h.buckets, [b(2, 1, 2, 1), b(5, 2, 5, 2), b(1, 1, 0, 0)]);
         // Bucket 0 dropped; bucket 1: (3 + 2) / 2 = 2.5 > 2 kept; bucket 2: no page with
         // more than one reuse, height 0, dropped.
-        assert_eq!(h.cori_bars(), [Bar { reuse: 10, height: 2.5 }]);
+        assert_eq!(
+            h.cori_bars(),
+            [Bar {
+                reuse: 10,
+                height: 2.5
+            }]
+        );
 
         // Open edges keep B's 35 in bucket 3 and put C's 30 in bucket 3 too.
         let open = ReuseHistogram::new(&hand_trace(), 10, Edges::Open);
-        assert_eq!(open.buckets, [b(2, 1, 2, 1), b(5, 2, 5, 2), b(0, 0, 0, 0), b(2, 2, 0, 0)]);
+        assert_eq!(
+            open.buckets,
+            [b(2, 1, 2, 1), b(5, 2, 5, 2), b(0, 0, 0, 0), b(2, 2, 0, 0)]
+        );
     }
 
     #[test]
@@ -250,7 +258,9 @@ mod tests {
                 let last = b as u64 + 1 == k;
                 let c = dists
                     .iter()
-                    .filter(|&&d| lo <= d && (d < hi || (edges == Edges::CoriSim && last && d == hi)))
+                    .filter(|&&d| {
+                        lo <= d && (d < hi || (edges == Edges::CoriSim && last && d == hi))
+                    })
                     .count() as u64;
                 if c > 0 {
                     bucket.reuses += c;

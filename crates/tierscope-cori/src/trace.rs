@@ -224,8 +224,23 @@ mod tests {
             assert_eq!(parse_address(text), Ok(want), "{text}");
         }
         let bad = [
-            "", "  ", "-16", "017", "1__0", "_1", "1_", "0x", "0x1f_", "0x__1", "0b2", "0o8",
-            "12a", "(nil)", "0x10000000000000000", "18446744073709551616", "٣",
+            "",
+            "  ",
+            "-16",
+            "017",
+            "1__0",
+            "_1",
+            "1_",
+            "0x",
+            "0x1f_",
+            "0x__1",
+            "0b2",
+            "0o8",
+            "12a",
+            "(nil)",
+            "0x10000000000000000",
+            "18446744073709551616",
+            "٣",
         ];
         for text in bad {
             assert!(parse_address(text).is_err(), "{text} should be rejected");
@@ -248,17 +263,36 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tierscope-cori-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cases = [
-            ("bad.txt", "0x1000\n0x2000\nzz\n", ":3: address: expected an address"),
-            ("blank.txt", "0x1000\n\n0x2000\n", ":2: address: expected an address, found a blank line"),
-            ("neg.txt", "-4096\n", ":1: address: an address cannot be negative"),
-            ("octal.txt", "1\n2\n3\n017\n", ":4: address: `017`: a decimal with a leading zero"),
+            (
+                "bad.txt",
+                "0x1000\n0x2000\nzz\n",
+                ":3: address: expected an address",
+            ),
+            (
+                "blank.txt",
+                "0x1000\n\n0x2000\n",
+                ":2: address: expected an address, found a blank line",
+            ),
+            (
+                "neg.txt",
+                "-4096\n",
+                ":1: address: an address cannot be negative",
+            ),
+            (
+                "octal.txt",
+                "1\n2\n3\n017\n",
+                ":4: address: `017`: a decimal with a leading zero",
+            ),
             ("empty.txt", "", ": the trace has no addresses"),
         ];
         for (name, text, want) in cases {
             let path = dir.join(name);
             std::fs::write(&path, text).unwrap();
             let err = Trace::from_file(&path).unwrap_err();
-            assert_eq!(err.file.as_deref(), Some(path.display().to_string().as_str()));
+            assert_eq!(
+                err.file.as_deref(),
+                Some(path.display().to_string().as_str())
+            );
             let shown = err.to_string();
             assert!(
                 shown.starts_with(&path.display().to_string()) && shown.contains(want),
