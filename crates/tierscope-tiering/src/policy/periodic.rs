@@ -20,6 +20,15 @@ use tierscope_core::{AddrRange, FieldError, Nanos, Snapshot};
 /// cori-sim's page.
 const PAGE: u64 = 4096;
 
+/// The order Cori's schedulers rank pages in, on `(count, tie)` pairs: higher counts
+/// first, equal counts by `tie` ascending (an address or a page number). cori-sim sorts
+/// with numpy's `argsort(counts)[::-1]`, whose order among equal counts is unspecified
+/// (numpy's quicksort is unstable); a total order makes every run reproducible. Shared
+/// with `tierscope-cori`'s trace model, so both rank alike.
+pub fn hottest_first(a: (u64, u64), b: (u64, u64)) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -103,7 +112,7 @@ impl Policy for Periodic {
         let slow = view.slowest();
         // Hottest slow pages first; equal counts by address.
         counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
-        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.start.cmp(&b.0.start)));
+        counts.sort_by(|a, b| hottest_first((a.1, a.0.start), (b.1, b.0.start)));
         // Fast pages, least recently used first (never seen: oldest); equal by address.
         let mut fast = vec![];
         view.placement.runs(view.placement.range(), |r, t| {
@@ -133,5 +142,17 @@ impl Policy for Periodic {
             promote.push(Move { range: page, to: 0 });
         }
         out.extend(promote);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hottest_first_orders_by_count_then_tie_ascending() {
+        let mut v = vec![(1, 30), (5, 10), (5, 20), (9, 40), (5, 5)];
+        v.sort_by(|&a, &b| hottest_first(a, b));
+        assert_eq!(v, [(9, 40), (5, 5), (5, 10), (5, 20), (1, 30)]);
     }
 }
