@@ -275,7 +275,10 @@ mod tests {
             assert_eq!(s.regions.last().unwrap().end, (base + 16) << 12);
             let hot: Vec<_> = s.regions.iter().filter(|r| r.nr_accesses == 1).collect();
             assert_eq!(hot.len(), 1, "{s:?}");
-            assert_eq!((hot[0].start, hot[0].end), ((base + 3) << 12, (base + 4) << 12));
+            assert_eq!(
+                (hot[0].start, hot[0].end),
+                ((base + 3) << 12, (base + 4) << 12)
+            );
             assert_eq!(s.end - s.start, 5_000_000);
         }
         assert_eq!(m.cost.hint_faults, 4);

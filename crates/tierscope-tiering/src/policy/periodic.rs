@@ -1,6 +1,6 @@
 //! Cori's periodic page schedulers (cori-sim): once per period, rank pages by their
-//! access counts in a period and swap the hottest pages on the slow tier with the least
-//! recently used pages of the fast tier, as many as the fast tier holds. `history` (the
+//! access counts in a period and swap the pages on the slow tier among the hottest the
+//! fast tier could hold with the least recently used pages of the fast tier. `history` (the
 //! reactive scheduler) ranks by the period that just ended; `oracle` (the predictive one)
 //! by the coming period, which the runner reads from an engine one period ahead.
 //!
@@ -110,9 +110,17 @@ impl Policy for Periodic {
             return;
         };
         let slow = view.slowest();
-        // Hottest slow pages first; equal counts by address.
-        counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
+        // The pages the fast tier would hold if it held the hottest (cori-sim's
+        // get_l2_hot_pages: the `capacity` hottest counted pages, equal counts by
+        // address); those of them on the slow tier move up, hottest first. A slow page
+        // colder than every fast one stays where it is.
         counts.sort_by(|a, b| hottest_first((a.1, a.0.start), (b.1, b.0.start)));
+        counts.truncate(
+            (view.tiers[0].capacity / PAGE)
+                .try_into()
+                .unwrap_or(usize::MAX),
+        );
+        counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
         // Fast pages, least recently used first (never seen: oldest); equal by address.
         let mut fast = vec![];
         view.placement.runs(view.placement.range(), |r, t| {
@@ -148,6 +156,67 @@ impl Policy for Periodic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periodic_moves_only_slow_pages_among_the_hottest() {
+        use tierscope_core::tiers::TierSpec;
+        use tierscope_core::Placement;
+        let tier = |capacity| TierSpec {
+            name: "t".into(),
+            capacity,
+            latency_ns: 100.0,
+            bandwidth: 1e10,
+            queueing: 0.0,
+            background: 0.0,
+        };
+        // Fast pages A (100 accesses), B (90); slow C (5), D (95); room for two pages.
+        let tiers = [tier(2 * PAGE), tier(u64::MAX)];
+        let mut placement = Placement::new(AddrRange::new(0, 4 * PAGE), 1, 2);
+        placement.set(AddrRange::new(0, 2 * PAGE), 0);
+        let page = |i: u64| AddrRange::new(i * PAGE, (i + 1) * PAGE);
+        let per_byte = |n: f64| n / PAGE as f64;
+        let view = View {
+            now: 0,
+            tiers: &tiers,
+            placement: &placement,
+            latency_ns: &[100.0, 100.0],
+        };
+        let mut p = PeriodicConfig {
+            mode: Mode::History,
+            count_quantum: 0,
+        }
+        .build();
+        // C alone is colder than both fast pages: nothing moves.
+        p.observe_heat(&[
+            (page(0), per_byte(100.0)),
+            (page(1), per_byte(90.0)),
+            (page(2), per_byte(5.0)),
+        ]);
+        let mut out = vec![];
+        p.act(&view, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // D is among the two hottest: it swaps with the fast page seen least recently (B,
+        // not counted this period), and C stays.
+        p.observe_heat(&[
+            (page(0), per_byte(100.0)),
+            (page(2), per_byte(5.0)),
+            (page(3), per_byte(95.0)),
+        ]);
+        p.act(&view, &mut out);
+        assert_eq!(
+            out,
+            [
+                Move {
+                    range: page(1),
+                    to: 1
+                },
+                Move {
+                    range: page(3),
+                    to: 0
+                }
+            ]
+        );
+    }
 
     #[test]
     fn hottest_first_orders_by_count_then_tie_ascending() {
