@@ -179,7 +179,7 @@ class PolicyResult:
     #: (None without an oracle), fast_hit_ratio, migration_cpu_ns, monitor_cpu_ns.
     summary: dict[str, Any]
     #: promoted_bytes, demoted_bytes, pages, rounds, refused_bytes, shootdowns, cpu_ns,
-    #: stall_ns.
+    #: stall_ns, splits and collapses (of huge pages).
     migration: dict[str, Any]
     #: Per performance window: the keys of `POLICY_WINDOW_DTYPES` as 1-D arrays and of
     #: `POLICY_TIER_DTYPES` as 2-D arrays indexed [window, tier] (tier 0 the fastest).

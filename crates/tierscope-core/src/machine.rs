@@ -190,6 +190,21 @@ pub trait Machine {
         None
     }
 
+    /// Splits the 2 MiB page mapping `va` into 512 base pages that inherit its ACCESSED
+    /// and DIRTY bits (Linux's huge-page split). For the migration engine, which flushes
+    /// the range afterwards; monitors never call it. False when `va` is not under a huge
+    /// leaf, or the machine cannot split.
+    fn split_huge(&mut self, _va: u64) -> bool {
+        false
+    }
+
+    /// Collapses the 512 base pages of the 2 MiB block holding `va` back into one huge
+    /// leaf, ACCESSED (DIRTY) when any of them was (khugepaged). For the migration engine,
+    /// which flushes afterwards. False when the block is not split, or the machine cannot.
+    fn collapse_huge(&mut self, _va: u64) -> bool {
+        false
+    }
+
     /// The memory tiers, when the machine models them ([`Capability::Tiers`]).
     fn tiers(&mut self) -> Option<&mut dyn Tiers> {
         None

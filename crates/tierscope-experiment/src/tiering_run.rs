@@ -595,6 +595,55 @@ policies = ["telescope-rule", "oracle", "static"{extra_policies}]
     }
 
     #[test]
+    fn huge_pages_split_for_partial_moves_and_move_whole_otherwise() {
+        // Cori's schedulers move 4 KiB pages; on a heap of 2 MiB pages each move of part
+        // of a huge page splits it (or, without splitting, waits for whole huge pages).
+        for engine in ["exact", "stat"] {
+            for split in [true, false] {
+                let text = format!(
+                    r#"
+duration = "2s"
+warmup = "0s"
+block_size = "4KiB"
+[machine]
+engine = "{engine}"
+page_size = "2MiB"
+[workload]
+rate = "1M/s"
+regions = [{{ name = "cold", size = "256MiB" }}, {{ name = "hot", size = "6MiB" }}]
+phases = [{{ name = "p", duration = "2s", patterns = [{{ region = "hot", kind = "hotspot", hot_fraction = 0.1 }}] }}]
+[[monitors]]
+preset = "damon-mod"
+[tiering]
+tiers = [{{ preset = "dram", capacity = "64MiB" }}, "cxl"]
+placement = "all-slow"
+policies = [{{ type = "periodic", mode = "history" }}]
+window = "200ms"
+migration = {{ split_huge = {split}, collapse_huge = true }}
+"#
+                );
+                let exp = parse_experiment(&text, "t.toml", Path::new("."), Format::Toml).unwrap();
+                let r = run_experiment(&exp, &Progress::for_experiment(&exp), 0).unwrap();
+                let p = &r.policies[0];
+                let m = &p.migration;
+                let at = format!("{engine} split={split}: {m:?}");
+                let s = &p.summary;
+                assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+                if split {
+                    // The hot pages are one in ten of the hot region's: scattered, so
+                    // promoting them cuts every one of its three huge pages.
+                    assert!(m.splits >= 3, "{at}");
+                    assert!(m.promoted_bytes > 0 && m.promoted_bytes < 6 << 20, "{at}");
+                    assert!(s.fast_hit_ratio > 0.5, "{at}: {s:?}");
+                } else {
+                    assert_eq!((m.splits, m.collapses), (0, 0), "{at}");
+                    assert_eq!(m.promoted_bytes % (2 << 20), 0, "{at}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn colloid_beats_packing_under_an_antagonist_and_matches_it_without() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../experiments/tiering/colloid-antagonist.toml");

@@ -261,7 +261,7 @@ mod tests {
                 snaps.push(s);
             }
             // After each scan, touch one page of the batch just scanned: page 3 of it.
-            if t % 10_000_000 == 0 {
+            if t.is_multiple_of(10_000_000) {
                 let page = (step / 2 % 4) * 16 + 3;
                 m.touch(&[page << 12]);
                 touched_at.push(page);

@@ -258,6 +258,14 @@ impl Machine for ExactEngine {
         Some(&mut self.pmu)
     }
 
+    fn split_huge(&mut self, va: u64) -> bool {
+        self.mmu.pt.split_huge(va)
+    }
+
+    fn collapse_huge(&mut self, va: u64) -> bool {
+        self.mmu.pt.collapse_huge(va)
+    }
+
     fn tiers(&mut self) -> Option<&mut dyn Tiers> {
         self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
     }

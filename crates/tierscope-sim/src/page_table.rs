@@ -271,6 +271,63 @@ impl PageTable {
         self.clear(e.table, e.index as usize, Bit::Dirty)
     }
 
+    /// Splits the huge leaf mapping `va` into a page table of 512 base pages, each
+    /// inheriting the huge entry's ACCESSED and DIRTY bits (Linux's `__split_huge_pmd`
+    /// copies young and dirty). Returns false when `va` is not under a 2 MiB leaf. The
+    /// caller flushes the translations.
+    pub fn split_huge(&mut self, va: u64) -> bool {
+        let Some((Level::Pmd, e, _)) = self.leaf(va) else {
+            return false;
+        };
+        let (accessed, dirty) = (self.accessed(e), self.dirty(e));
+        let table = self.new_table(Level::Pte);
+        for w in &mut self.words[table as usize * 8..table as usize * 8 + 8] {
+            w[Bit::Present as usize] = u64::MAX;
+            w[Bit::Accessed as usize] = if accessed { u64::MAX } else { 0 };
+            w[Bit::Dirty as usize] = if dirty { u64::MAX } else { 0 };
+        }
+        let i = e.index as usize;
+        self.clear(e.table, i, Bit::Huge);
+        let base = self.child_base[e.table as usize] as usize;
+        self.children[base + i] = table;
+        true
+    }
+
+    /// Collapses the page table under the PMD entry covering `va` into one huge leaf when
+    /// all 512 base pages are present (khugepaged); the leaf is ACCESSED (DIRTY) when any
+    /// base page was. Returns false otherwise. The old table stays allocated (unreachable);
+    /// the caller flushes the translations.
+    pub fn collapse_huge(&mut self, va: u64) -> bool {
+        let Some((pmd, _)) = self.locate(Level::Pmd, va) else {
+            return false;
+        };
+        let i = pmd.index as usize;
+        if self.get(pmd.table, i, Bit::Huge) {
+            return false;
+        }
+        let table = self.child(pmd.table, i);
+        if table == NO_CHILDREN {
+            return false;
+        }
+        let words = &self.words[table as usize * 8..table as usize * 8 + 8];
+        if words.iter().any(|w| w[Bit::Present as usize] != u64::MAX) {
+            return false;
+        }
+        let accessed = words.iter().any(|w| w[Bit::Accessed as usize] != 0);
+        let dirty = words.iter().any(|w| w[Bit::Dirty as usize] != 0);
+        self.set(pmd.table, i, Bit::Huge);
+        let base = self.child_base[pmd.table as usize] as usize;
+        self.children[base + i] = NO_CHILDREN;
+        for (bit, on) in [(Bit::Accessed, accessed), (Bit::Dirty, dirty)] {
+            if on {
+                self.set(pmd.table, i, bit);
+            } else {
+                self.clear(pmd.table, i, bit);
+            }
+        }
+        true
+    }
+
     /// The state after the workload initialised its memory with a write to every page:
     /// ACCESSED set on every present entry at every level, DIRTY on every leaf.
     pub fn touch_everything(&mut self) {
@@ -312,6 +369,52 @@ mod tests {
         assert!(pt.locate(Level::Pml5, base).is_none());
         let (root, steps) = pt.locate(Level::Pml4, base).unwrap();
         assert_eq!((root.table, steps), (0, 1));
+    }
+
+    #[test]
+    fn split_and_collapse_keep_the_bits() {
+        let mut pt = PageTable::new(Paging::FourLevel);
+        let base = 0x7f00_0000_0000u64;
+        pt.map(AddrRange::new(base, base + (4 << 20)), PageSize::Huge2M);
+        pt.touch_everything();
+        let (huge, _) = pt.locate(Level::Pmd, base).unwrap();
+        pt.clear_dirty(huge);
+        assert!(
+            !pt.collapse_huge(base),
+            "nothing to collapse under a huge leaf"
+        );
+        assert!(pt.split_huge(base + 12345));
+        assert!(!pt.split_huge(base + 4096), "already split");
+        // 512 base pages, ACCESSED and clean as the huge page was; the other huge page
+        // is untouched.
+        for k in [0u64, 1, 511] {
+            let (lvl, e, steps) = pt.leaf(base + k * 4096).unwrap();
+            assert_eq!((lvl, steps), (Level::Pte, 4));
+            assert!(pt.accessed(e) && !pt.dirty(e));
+        }
+        assert_eq!(pt.leaf(base + (3 << 20)).unwrap().0, Level::Pmd);
+        // Clear every base page but one: the collapsed leaf is ACCESSED, one write DIRTY.
+        for k in 0..512u64 {
+            let (e, _) = pt.locate(Level::Pte, base + k * 4096).unwrap();
+            pt.clear_accessed(e);
+        }
+        let (e, _) = pt.locate(Level::Pte, base + 7 * 4096).unwrap();
+        pt.set_accessed(e);
+        pt.set_dirty(e);
+        assert!(pt.collapse_huge(base));
+        let (lvl, e, _) = pt.leaf(base + 4096).unwrap();
+        assert_eq!(lvl, Level::Pmd);
+        assert!(pt.accessed(e) && pt.dirty(e));
+        assert!(pt.locate(Level::Pte, base).is_none());
+        assert_eq!(
+            pt.leaf_hint(base).table,
+            e.table,
+            "the hint stops at the huge leaf"
+        );
+        // Split again: every page inherits the collapsed leaf's bits.
+        assert!(pt.split_huge(base));
+        let (_, e, _) = pt.leaf(base + 100 * 4096).unwrap();
+        assert!(pt.accessed(e) && pt.dirty(e));
     }
 
     #[test]

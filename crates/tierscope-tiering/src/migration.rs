@@ -33,6 +33,16 @@ pub struct MigrationConfig {
     pub stall_per_page: Duration,
     /// Time the application waits per policy round (each time a policy acts).
     pub stall_per_round: Duration,
+    /// On a heap of 2 MiB pages: split a huge page when a move covers part of it, and
+    /// move its 4 KiB pages (false: huge pages move whole, moves are trimmed to them).
+    pub split_huge: bool,
+    /// Kernel-thread CPU per split (page-table allocation, 512 entries written, the
+    /// huge page's metadata split).
+    pub cpu_per_split: Duration,
+    /// After each round, collapse every split huge page whose base pages all sit on one
+    /// tier again (khugepaged; its copy of 2 MiB loads that tier twice, its CPU is
+    /// `cpu_per_page` per base page).
+    pub collapse_huge: bool,
 }
 
 impl Default for MigrationConfig {
@@ -43,6 +53,9 @@ impl Default for MigrationConfig {
             cpu_per_page: Duration(2_000),
             stall_per_page: Duration(0),
             stall_per_round: Duration(0),
+            split_huge: false,
+            cpu_per_split: Duration(10_000),
+            collapse_huge: false,
         }
     }
 }
@@ -85,13 +98,21 @@ pub struct MigrationStats {
     pub cpu_ns: u64,
     /// Application stall, ns.
     pub stall_ns: u64,
+    /// Huge pages split, and collapsed again.
+    pub splits: u64,
+    pub collapses: u64,
 }
+
+/// A huge page's bytes.
+const HUGE: u64 = 2 << 20;
 
 pub struct Migrator {
     config: MigrationConfig,
-    /// Moves are trimmed to multiples of this (the heap's page size: a huge page moves
-    /// whole).
+    /// Moves are trimmed to multiples of this: the heap's page size (a huge page moves
+    /// whole), or 4 KiB when huge pages are split.
     granule: u64,
+    /// Huge pages split and not collapsed since (block start addresses).
+    split: std::collections::BTreeSet<u64>,
     /// Rate-limit budget in bytes, refilled with time up to one second's worth.
     budget: f64,
     last_refill: Nanos,
@@ -102,9 +123,11 @@ pub struct Migrator {
 
 impl Migrator {
     pub fn new(config: MigrationConfig, granule: u64, tiers: usize) -> Self {
+        let splits = config.split_huge && granule == HUGE;
         Migrator {
             config,
-            granule,
+            granule: if splits { 4096 } else { granule },
+            split: Default::default(),
             budget: config.max_rate.0 as f64,
             last_refill: 0,
             stats: MigrationStats::default(),
@@ -157,6 +180,10 @@ impl Migrator {
                     continue;
                 }
                 let part = AddrRange::new(piece.start, piece.start + allowed);
+                for edge in [part.start, part.end] {
+                    self.split_at(machine, edge);
+                }
+                let tiers = tiers_of(machine);
                 let changed = tiers.place(part, mv.to);
                 debug_assert_eq!(changed, allowed);
                 round_left -= allowed;
@@ -176,6 +203,9 @@ impl Migrator {
                 self.stats.shootdowns += 1;
             }
         }
+        if self.config.collapse_huge {
+            self.collapse_uniform(machine);
+        }
         let pages = moved_total / 4096;
         self.stats.pages += pages;
         self.stats.cpu_ns += pages * self.config.cpu_per_page.0;
@@ -183,6 +213,53 @@ impl Migrator {
         self.stats.rounds += 1;
         self.stats.stall_ns += pages * self.config.stall_per_page.0 + self.config.stall_per_round.0;
         moved_total
+    }
+
+    /// Splits the huge page a move's edge at `va` cuts through, unless it is split
+    /// already (or the heap has no huge pages: the machine says no).
+    fn split_at(&mut self, machine: &mut dyn Machine, va: u64) {
+        let block = va & !(HUGE - 1);
+        if self.granule == HUGE || va == block || self.split.contains(&block) {
+            return;
+        }
+        if !self.config.split_huge || !machine.split_huge(block) {
+            return;
+        }
+        self.split.insert(block);
+        self.stats.splits += 1;
+        self.stats.cpu_ns += self.config.cpu_per_split.0;
+        machine.flush(Flush::Range {
+            start: block,
+            end: block + HUGE,
+        });
+        self.stats.shootdowns += 1;
+    }
+
+    /// Collapses every split huge page whose base pages all sit on one tier.
+    fn collapse_uniform(&mut self, machine: &mut dyn Machine) {
+        let blocks: Vec<u64> = self.split.iter().copied().collect();
+        for block in blocks {
+            let range = AddrRange::new(block, block + HUGE);
+            let mut tiers_seen = 0u32;
+            let mut tier = 0u8;
+            tiers_of(machine).placement().runs(range, |_, t| {
+                tiers_seen += 1;
+                tier = t;
+            });
+            if tiers_seen != 1 || !machine.collapse_huge(block) {
+                continue;
+            }
+            self.split.remove(&block);
+            self.stats.collapses += 1;
+            // khugepaged copies the 512 base pages into a new huge page on the same tier.
+            self.copy_bytes[tier as usize] += 2.0 * HUGE as f64;
+            self.stats.cpu_ns += HUGE / 4096 * self.config.cpu_per_page.0;
+            machine.flush(Flush::Range {
+                start: block,
+                end: block + HUGE,
+            });
+            self.stats.shootdowns += 1;
+        }
     }
 
     /// Puts `moves` in place at no cost: no copy, no flush, no stall, no limit (the
@@ -239,6 +316,8 @@ mod tests {
         now: Nanos,
         flushes: Vec<Flush>,
         cost: CostCounters,
+        /// Split huge pages (block starts), when the heap is made of them.
+        huge: Option<std::collections::BTreeSet<u64>>,
     }
 
     impl Tiers for TieredMachine {
@@ -282,6 +361,12 @@ mod tests {
         fn flush(&mut self, what: Flush) {
             self.flushes.push(what);
         }
+        fn split_huge(&mut self, va: u64) -> bool {
+            self.huge.as_mut().is_some_and(|s| s.insert(va))
+        }
+        fn collapse_huge(&mut self, va: u64) -> bool {
+            self.huge.as_mut().is_some_and(|s| s.remove(&va))
+        }
         fn tiers(&mut self) -> Option<&mut dyn Tiers> {
             Some(self)
         }
@@ -312,6 +397,7 @@ mod tests {
             now: 0,
             flushes: vec![],
             cost: CostCounters::default(),
+            huge: None,
         }
     }
 
@@ -320,6 +406,45 @@ mod tests {
             range: AddrRange::new(BASE + from_mib * MIB, BASE + to_mib * MIB),
             to: 0,
         }
+    }
+
+    #[test]
+    fn huge_pages_split_where_a_move_cuts_them_and_collapse_when_uniform() {
+        let mut m = machine(64 * MIB);
+        m.huge = Some(Default::default());
+        let config = MigrationConfig {
+            split_huge: true,
+            collapse_huge: true,
+            ..MigrationConfig::default()
+        };
+        let mut mig = Migrator::new(config, 2 * MIB, 2);
+        // 1 MiB .. 5 MiB cuts the huge pages at 0 and 4 MiB; the one at 2 MiB moves whole.
+        let part = |a: u64, b: u64| Move {
+            range: AddrRange::new(BASE + a, BASE + b),
+            to: 0,
+        };
+        assert_eq!(mig.apply(&mut m, &[part(MIB, 5 * MIB)]), 4 * MIB);
+        let split: Vec<u64> = m.huge.as_ref().unwrap().iter().map(|b| b - BASE).collect();
+        assert_eq!(split, [0, 4 * MIB]);
+        assert_eq!((mig.stats.splits, mig.stats.collapses), (2, 0));
+        assert_eq!(mig.stats.cpu_ns, 2 * 10_000 + 1024 * 2_000);
+        // Two split flushes (their whole 2 MiB) and the move's.
+        assert_eq!(m.flushes.len(), 3);
+        // The rest of the first huge page follows: it is uniform again and collapses,
+        // its 2 MiB copied once more on the fast tier; the other stays split.
+        mig.take_copy_bytes(&mut [0.0; 2]);
+        assert_eq!(mig.apply(&mut m, &[part(0, MIB)]), MIB);
+        let split: Vec<u64> = m.huge.as_ref().unwrap().iter().map(|b| b - BASE).collect();
+        assert_eq!(split, [4 * MIB]);
+        assert_eq!((mig.stats.splits, mig.stats.collapses), (2, 1));
+        let mut copied = [0.0; 2];
+        mig.take_copy_bytes(&mut copied);
+        assert_eq!(copied, [(MIB + 4 * MIB) as f64, MIB as f64]);
+        // Without splitting, moves are trimmed to whole huge pages.
+        let mut m = machine(64 * MIB);
+        let mut mig = Migrator::new(MigrationConfig::default(), 2 * MIB, 2);
+        assert_eq!(mig.apply(&mut m, &[part(MIB, 5 * MIB)]), 2 * MIB);
+        assert_eq!(mig.stats.splits, 0);
     }
 
     #[test]

@@ -74,6 +74,8 @@ MIGRATION_COLUMNS: dict[str, tuple[str, pa.DataType]] = {
     "refused_bytes": ("refused_bytes", pa.int64()),
     "shootdowns": ("shootdowns", pa.int64()),
     "migration_stall_ns": ("stall_ns", pa.int64()),
+    "huge_splits": ("splits", pa.int64()),
+    "huge_collapses": ("collapses", pa.int64()),
 }
 #: The columns added with policy rows, after the monitor rows' own (appended, so the
 #: monitor rows' columns keep their names, types and order): which kind of row, the

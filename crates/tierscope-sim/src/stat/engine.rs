@@ -8,7 +8,7 @@
 
 use super::caches::RegionCaches;
 use super::density::{Schedule, Workload};
-use super::entries::{key, Bit, Cleared, EntryStore};
+use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::pmu::Pmu;
 use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
 use crate::config::SimMachine;
@@ -47,6 +47,10 @@ pub struct StatEngine {
     tiers: Option<TierState>,
     /// Accesses of each thread already counted in the tiers' traffic.
     tiers_done: u64,
+    /// 2 MiB blocks (address >> 21) of huge-page mappings split into base pages. The
+    /// cache models keep the mapping's page size (they are per pattern): a split changes
+    /// which entries exist and hold the bits, not the modelled TLB miss rates.
+    split: FastSet<u64>,
 }
 
 /// A uniform draw in [0, 1) from a hash.
@@ -94,6 +98,7 @@ impl StatEngine {
             stats_done: 0,
             tiers: None,
             tiers_done: 0,
+            split: FastSet::default(),
         })
     }
 
@@ -113,6 +118,17 @@ impl StatEngine {
         m.get(i).filter(|m| m.range.contains(va))
     }
 
+    /// The level of the leaf mapping `va`: the mapping's page size, or base pages where a
+    /// huge page was split.
+    fn leaf_of(&self, va: u64) -> Option<Level> {
+        let leaf = self.mapping_of(va)?.page_size.leaf_level();
+        Some(if leaf == Level::Pmd && self.split.contains(&(va >> 21)) {
+            Level::Pte
+        } else {
+            leaf
+        })
+    }
+
     /// The leaf level under which the entry at `level` for `va` sits, when it exists: the
     /// exact page table has an entry where a mapping reaches into its span.
     fn locate(&self, level: Level, va: u64) -> Option<(Level, u32)> {
@@ -121,8 +137,8 @@ impl StatEngine {
             return None;
         }
         let leaf = match self.mapping_of(va) {
-            Some(m) => {
-                let leaf = m.page_size.leaf_level();
+            Some(_) => {
+                let leaf = self.leaf_of(va)?;
                 (level >= leaf).then_some(leaf)?
             }
             None => {
@@ -245,7 +261,7 @@ impl Machine for StatEngine {
     }
 
     fn leaf_level(&mut self, va: u64) -> Option<Level> {
-        self.mapping_of(va).map(|m| m.page_size.leaf_level())
+        self.leaf_of(va)
     }
 
     fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
@@ -263,14 +279,14 @@ impl Machine for StatEngine {
     }
 
     fn dirty(&mut self, va: u64) -> Option<bool> {
-        let leaf = self.mapping_of(va)?.page_size.leaf_level();
+        let leaf = self.leaf_of(va)?;
         let (_, steps) = self.locate(leaf, va)?;
         self.cost.charge_read(steps as u64);
         Some(self.read(Bit::Dirty, leaf, leaf, va))
     }
 
     fn test_and_clear_dirty(&mut self, va: u64) -> Option<bool> {
-        let leaf = self.mapping_of(va)?.page_size.leaf_level();
+        let leaf = self.leaf_of(va)?;
         let (_, steps) = self.locate(leaf, va)?;
         let old = self.read(Bit::Dirty, leaf, leaf, va);
         self.clear(Bit::Dirty, leaf, va);
@@ -311,6 +327,50 @@ impl Machine for StatEngine {
                 kind,
             });
         }
+    }
+
+    fn split_huge(&mut self, va: u64) -> bool {
+        if self.leaf_of(va) != Some(Level::Pmd) {
+            return false;
+        }
+        // The base pages inherit the huge entry's bits: an entry not tracked as clear
+        // reads set, so only clear bits need recording, on every base page.
+        let block = va & !((2 << 20) - 1);
+        let clear: Vec<Bit> = [Bit::Accessed, Bit::Dirty]
+            .into_iter()
+            .filter(|&b| !self.read(b, Level::Pmd, Level::Pmd, block))
+            .collect();
+        self.split.insert(va >> 21);
+        for b in clear {
+            for k in 0..512 {
+                self.clear(b, Level::Pte, block + k * 4096);
+            }
+        }
+        true
+    }
+
+    fn collapse_huge(&mut self, va: u64) -> bool {
+        if !self.split.contains(&(va >> 21)) {
+            return false;
+        }
+        // The huge leaf is ACCESSED (DIRTY) when any base page is.
+        let block = va & !((2 << 20) - 1);
+        let set: Vec<(Bit, bool)> = [Bit::Accessed, Bit::Dirty]
+            .into_iter()
+            .map(|b| {
+                let any = (0..512).any(|k| self.read(b, Level::Pte, Level::Pte, block + k * 4096));
+                (b, any)
+            })
+            .collect();
+        self.split.remove(&(va >> 21));
+        for (b, any) in set {
+            if any {
+                self.entries.cleared.remove(&key(b, Level::Pmd, block));
+            } else {
+                self.clear(b, Level::Pmd, block);
+            }
+        }
+        true
     }
 
     fn pmu(&mut self) -> Option<&mut dyn tierscope_core::Pmu> {
@@ -391,7 +451,7 @@ impl Engine for StatEngine {
 mod tests {
     use super::*;
     use tierscope_core::workload::{parse_masim, WorkloadSpec};
-    use tierscope_core::PmuEvent;
+    use tierscope_core::{PageSize, PmuEvent};
 
     fn engine(spec: &WorkloadSpec, threads: u32) -> StatEngine {
         let params = WorkloadParams {
@@ -445,6 +505,53 @@ mod tests {
         assert_eq!(e.accessed(Level::Pte, 0x1000), None);
         assert!(e.accessed(Level::Pml4, hot).is_some());
         assert!(e.entry_bytes() < 1 << 20);
+    }
+
+    #[test]
+    fn split_pages_inherit_the_bits_and_collapse_back() {
+        let spec = parse_masim("cold, 1GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let machine = SimMachine {
+            page_size: PageSize::Huge2M,
+            ..SimMachine::default()
+        };
+        let params = WorkloadParams {
+            spec: &spec,
+            rate: 1_000_000,
+            threads: 1,
+            seed: 9,
+            block_size: 2 << 20,
+            truth_threshold: 1,
+        };
+        let mut e = StatEngine::new(&machine, &params).unwrap();
+        let hot = e.layout.region_starts[1];
+        assert_eq!(e.leaf_level(hot + 4096), Some(Level::Pmd));
+        assert!(!e.collapse_huge(hot), "not split");
+        assert_eq!(e.test_and_clear_accessed(Level::Pmd, hot), Some(true));
+        assert!(e.split_huge(hot + 12345));
+        assert!(!e.split_huge(hot), "already split");
+        assert_eq!(e.leaf_level(hot + 4096), Some(Level::Pte));
+        assert_eq!(
+            e.leaf_level(hot + (2 << 20)),
+            Some(Level::Pmd),
+            "one block only"
+        );
+        // The base pages inherit the cleared bit and the set DIRTY bit.
+        assert_eq!(e.accessed(Level::Pte, hot + 4096), Some(false));
+        assert_eq!(e.accessed(Level::Pte, hot + 511 * 4096), Some(false));
+        assert_eq!(e.dirty(hot + 4096), Some(true));
+        // The migration engine flushes after a split: the next accesses walk.
+        e.flush(Flush::Range {
+            start: hot,
+            end: hot + (2 << 20),
+        });
+        e.advance_to(1_000_000_000); // ~61 accesses per hot 4 KiB page
+        assert_eq!(e.accessed(Level::Pte, hot + 4096), Some(true));
+        // Collapsed: one huge leaf, ACCESSED since a base page is.
+        e.test_and_clear_dirty(hot + 4096);
+        assert!(e.collapse_huge(hot));
+        assert_eq!(e.leaf_level(hot + 4096), Some(Level::Pmd));
+        assert_eq!(e.accessed(Level::Pte, hot), None);
+        assert_eq!(e.accessed(Level::Pmd, hot), Some(true));
     }
 
     #[test]
