@@ -644,6 +644,51 @@ migration = {{ split_huge = {split}, collapse_huge = true }}
     }
 
     #[test]
+    fn memtis_splits_skewed_huge_pages() {
+        // One hot 4 KiB page in every 100 of a 64 MiB region of 2 MiB pages: every huge
+        // page is skewed, and a 16 MiB fast tier holds all the hot base pages but only a
+        // quarter of the hot huge pages.
+        for engine in ["exact", "stat"] {
+            let mut fast = vec![];
+            for split in [true, false] {
+                let text = format!(
+                    r#"
+duration = "3s"
+warmup = "0s"
+[machine]
+engine = "{engine}"
+page_size = "2MiB"
+[workload]
+rate = "2M/s"
+regions = [{{ name = "cold", size = "256MiB" }}, {{ name = "hot", size = "64MiB" }}]
+phases = [{{ name = "p", duration = "3s", patterns = [{{ region = "hot", kind = "hotspot", hot_fraction = 0.01 }}] }}]
+[[monitors]]
+preset = "pebs-memtis"
+[tiering]
+tiers = [{{ preset = "dram", capacity = "16MiB" }}, "cxl"]
+placement = "all-slow"
+policies = [{{ type = "memtis", split = {split} }}]
+migration = {{ split_huge = true }}
+"#
+                );
+                let exp = parse_experiment(&text, "t.toml", Path::new("."), Format::Toml).unwrap();
+                let r = run_experiment(&exp, &Progress::for_experiment(&exp), 0).unwrap();
+                let p = &r.policies[0];
+                let at = format!("{engine} split={split}: {:?}", p.migration);
+                if split {
+                    assert!(p.migration.splits > 0, "{at}");
+                } else {
+                    assert_eq!(p.migration.splits, 0, "{at}");
+                }
+                fast.push(p.windows.last().unwrap().served[0] / p.windows.last().unwrap().accesses);
+            }
+            // Split, the hot base pages all fit; whole, a quarter of the huge pages do.
+            assert!(fast[0] > 0.9, "{engine}: {fast:?}");
+            assert!(fast[1] < 0.5, "{engine}: {fast:?}");
+        }
+    }
+
+    #[test]
     fn colloid_beats_packing_under_an_antagonist_and_matches_it_without() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../experiments/tiering/colloid-antagonist.toml");

@@ -106,13 +106,16 @@ impl Technique for PebsConfig {
                     ..PebsConfig::default()
                 },
             },
-            // MEMTIS's default load sampling period.
+            // MEMTIS's default load sampling period; it counts base pages inside huge
+            // pages (for its skewness), hence 4 KiB bins.
             Preset {
                 name: "pebs-memtis",
-                help: "PEBS for the memtis policy: period 199, 100 ms windows, every sample",
+                help: "PEBS for the memtis policy: period 199, 100 ms windows, 4 KiB bins, every \
+                       sample",
                 config: PebsConfig {
                     period: Some(199),
                     aggr: Duration(100 * NS_PER_MS),
+                    bin: Size(4096),
                     hot_samples: 1,
                     ..PebsConfig::default()
                 },

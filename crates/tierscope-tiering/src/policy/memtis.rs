@@ -2,15 +2,31 @@
 //! re-chosen from a log2 histogram of the counts (16 bins, filled from the hottest down
 //! until the fast tier's capacity is reached); pages at or above it are promoted, fast
 //! pages below it demoted, at most 100 MB/s; counts are halved every 2,000,000 samples.
-//! MEMTIS's huge-page split by skewness is not modelled yet (docs/TIERING.md).
 //!
-//! Fed by a `pebs` monitor (the `pebs-memtis` preset: period 199, every sampled bin).
+//! Huge pages and their split by skewness (MEMTIS's `htmm_core.c`): samples are kept per
+//! 4 KiB bin (the `pebs-memtis` preset bins at 4 KiB) and a 2 MiB block counts as one
+//! page, its count the sum, until MEMTIS decides to split it; a split block's base pages
+//! then count on their own, scaled by 512 as MEMTIS scales base-page counts (a count is
+//! samples per 2 MiB's worth of memory either way). A block's skewness is the sum of its
+//! base pages' squared scaled counts over 11 and over the square of its hot base pages
+//! (`hot_utils`: those at or above the base-page threshold, the threshold the same
+//! histogram gives when every base page counts alone), 0 without hot base pages or when
+//! the block's own count is in bin 13 or above; it is bucketed like `get_skew_idx`. MEMTIS
+//! splits when the estimated hit ratio (samples on the hot base pages, x 0.95) exceeds the
+//! real one (samples on pages on the fast tier); it derives how many base pages to split
+//! from the gap, the sample rate and the tiers' latency gap. Our reading: the most skewed
+//! blocks are split (ties by address) until their hot base pages' samples cover the gap.
+//! The split itself is the migration engine's (`split_huge`): promoting a split block's
+//! base pages cuts its huge page.
+//!
+//! Fed by a `pebs` monitor (the `pebs-memtis` preset: period 199, 4 KiB bins).
 
 use super::counts::PageCounts;
 use super::{promote_with_room, Policy, View};
 use crate::migration::Move;
+use std::collections::{BTreeMap, BTreeSet};
 use tierscope_core::units::{Duration, Size};
-use tierscope_core::{FieldError, Nanos, Snapshot};
+use tierscope_core::{AddrRange, FieldError, Nanos, RegionReport, Snapshot};
 
 /// Bins of the count histogram.
 const BINS: usize = 16;
@@ -23,7 +39,10 @@ pub struct MemtisConfig {
     pub cooling_samples: u64,
     /// Migration bytes per second at most.
     pub max_rate: Size,
+    /// The huge page MEMTIS counts as one until it splits it.
     pub page: Size,
+    /// Split skewed huge pages when the fast tier's hit ratio falls short.
+    pub split: bool,
 }
 
 impl Default for MemtisConfig {
@@ -33,6 +52,7 @@ impl Default for MemtisConfig {
             cooling_samples: 2_000_000,
             max_rate: Size(100_000_000),
             page: Size(2 << 20),
+            split: true,
         }
     }
 }
@@ -59,6 +79,7 @@ impl MemtisConfig {
             config: self.clone(),
             counts: PageCounts::default(),
             next: self.period.0,
+            split: BTreeSet::new(),
         }
     }
 }
@@ -67,18 +88,125 @@ pub struct Memtis {
     config: MemtisConfig,
     counts: PageCounts,
     next: Nanos,
+    /// Blocks (start addresses) MEMTIS split: their base pages count on their own.
+    split: BTreeSet<u64>,
 }
 
 fn bin(count: u64) -> usize {
     ((64 - count.leading_zeros()) as usize).min(BINS - 1)
 }
 
+/// MEMTIS's `get_skew_idx`: 0, 1-3, 4-15, ... doubling up to 1023, then one bucket per
+/// 1024 up to bucket 20.
+fn skew_idx(skew: u64) -> usize {
+    if skew >= 1024 {
+        let mut t = skew;
+        let mut n = 0;
+        while t > 1024 && n < 9 {
+            t -= 1024;
+            n += 1;
+        }
+        n + 11
+    } else {
+        (64 - skew.leading_zeros()) as usize
+    }
+}
+
+/// A page as MEMTIS counts it: a whole block, or a base page of a split one.
+struct Unit {
+    range: AddrRange,
+    samples: u64,
+    /// Samples scaled to a block's worth of memory (base pages x 512).
+    count: u64,
+}
+
 impl Memtis {
-    /// The lowest count whose bin and every hotter one fit in `capacity` bytes.
-    fn threshold(&self, capacity: u64) -> u64 {
-        let mut bytes = [0u64; BINS];
+    /// The counting units: blocks with samples, and the sampled base pages of split
+    /// blocks (or of every block, `all_base`).
+    fn units(&self, all_base: bool) -> Vec<Unit> {
+        let page = self.config.page.0;
+        let mut out: Vec<Unit> = vec![];
         for (&s, &(e, c)) in &self.counts.pages {
-            bytes[bin(c)] += e - s;
+            let block = s / page * page;
+            if all_base || self.split.contains(&block) || e - s >= page {
+                let scale = (page / (e - s)).max(1);
+                out.push(Unit {
+                    range: AddrRange::new(s, e),
+                    samples: c,
+                    count: c * scale,
+                });
+                continue;
+            }
+            match out.last_mut() {
+                Some(u) if u.range.start == block && u.range.len() == page => {
+                    u.samples += c;
+                    u.count += c;
+                }
+                _ => out.push(Unit {
+                    range: AddrRange::new(block, block + page),
+                    samples: c,
+                    count: c,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The fast tier's contents as units (never-sampled ones count 0) below
+    /// `threshold`, coldest first, then by address.
+    fn cold(&self, view: &View, units: &[Unit], threshold: u64) -> Vec<RegionReport> {
+        let page = self.config.page.0;
+        let by_start: BTreeMap<u64, &Unit> = units.iter().map(|u| (u.range.start, u)).collect();
+        // The count of the unit holding `at` (0 when none does).
+        let count_of = |at: u64| {
+            by_start
+                .range(..=at)
+                .next_back()
+                .filter(|(_, u)| u.range.contains(at))
+                .map_or(0, |(_, u)| u.count)
+        };
+        let mut runs = vec![];
+        view.placement.runs(view.placement.range(), |r, t| {
+            if t == 0 {
+                runs.push(r);
+            }
+        });
+        let mut out = vec![];
+        for r in runs {
+            let mut at = r.start;
+            while at < r.end {
+                let block = at / page * page;
+                let step = if self.split.contains(&block) {
+                    4096
+                } else {
+                    page
+                };
+                let end = ((at / step + 1) * step).min(r.end);
+                let count = count_of(at);
+                if count < threshold {
+                    out.push(RegionReport {
+                        start: at,
+                        end,
+                        nr_accesses: count.min(u64::from(u32::MAX)) as u32,
+                        age: 0,
+                    });
+                }
+                at = end;
+            }
+        }
+        out.sort_by(|a, b| {
+            a.nr_accesses
+                .cmp(&b.nr_accesses)
+                .then(a.start.cmp(&b.start))
+        });
+        out
+    }
+
+    /// The lowest count whose bin and every hotter one fit in `capacity` bytes.
+    fn threshold_of(units: &[Unit], capacity: u64) -> u64 {
+        let mut bytes = [0u64; BINS];
+        for u in units {
+            bytes[bin(u.count)] += u.range.len();
         }
         let mut total = 0u64;
         let mut lowest = BINS;
@@ -102,6 +230,70 @@ impl Memtis {
     }
 }
 
+impl Memtis {
+    /// Splits the most skewed blocks while the fast tier's hit ratio falls short of the
+    /// estimated one (module docs).
+    fn choose_splits(&mut self, view: &View, capacity: u64) {
+        let page = self.config.page.0;
+        let base = self.units(true);
+        let bp_threshold = Self::threshold_of(&base, capacity);
+        if bp_threshold == u64::MAX {
+            return;
+        }
+        let on_fast = |r: AddrRange| view.bytes_off(r, 0) == 0;
+        let units = self.units(false);
+        let real: u64 = units
+            .iter()
+            .filter(|u| on_fast(u.range))
+            .map(|u| u.samples)
+            .sum();
+        let estimated: u64 = base
+            .iter()
+            .filter(|u| u.count >= bp_threshold)
+            .map(|u| u.samples)
+            .sum();
+        let gap = (estimated * 95 / 100).saturating_sub(real);
+        if gap == 0 {
+            return;
+        }
+        // (skew index, block, samples on its hot base pages) of every unsplit block.
+        let mut candidates: Vec<(usize, u64, u64)> = vec![];
+        for u in units
+            .iter()
+            .filter(|u| u.range.len() == page && bin(u.count) < 13)
+        {
+            let (mut squares, mut hot, mut hot_samples) = (0u64, 0u64, 0u64);
+            let mut inside = base
+                .iter()
+                .filter(|b| b.range.start >= u.range.start && b.range.end <= u.range.end)
+                .peekable();
+            // Samples binned by whole blocks say nothing about the base pages.
+            if inside.peek().is_none_or(|b| b.range.len() >= page) {
+                continue;
+            }
+            for b in inside {
+                squares = squares.saturating_add(b.count.saturating_mul(b.count));
+                if b.count >= bp_threshold {
+                    hot += 1;
+                    hot_samples += b.samples;
+                }
+            }
+            if let Some(skew) = (squares / 11).checked_div(hot * hot) {
+                candidates.push((skew_idx(skew), u.range.start, hot_samples));
+            }
+        }
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut covered = 0u64;
+        for (idx, block, hot_samples) in candidates {
+            if covered >= gap || idx == 0 {
+                break;
+            }
+            self.split.insert(block);
+            covered += hot_samples;
+        }
+    }
+}
+
 impl Policy for Memtis {
     fn observe(&mut self, snapshot: &Snapshot) {
         self.counts.add(snapshot);
@@ -116,14 +308,31 @@ impl Policy for Memtis {
 
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {
         self.next = view.now + self.config.period.0;
-        let threshold = self.threshold(view.tiers[0].capacity);
+        let capacity = view.tiers[0].capacity;
+        if self.config.split {
+            self.choose_splits(view, capacity);
+        }
+        let units = self.units(false);
+        let threshold = Self::threshold_of(&units, capacity);
         if threshold == u64::MAX {
             return;
         }
-        let hot = self.counts.hot(threshold);
-        let cold = self
-            .counts
-            .cold_on_fast(view, self.config.page.0, threshold);
+        let mut hot: Vec<RegionReport> = units
+            .iter()
+            .filter(|u| u.count >= threshold)
+            .map(|u| RegionReport {
+                start: u.range.start,
+                end: u.range.end,
+                nr_accesses: u.count.min(u64::from(u32::MAX)) as u32,
+                age: 0,
+            })
+            .collect();
+        hot.sort_by(|a, b| {
+            b.nr_accesses
+                .cmp(&a.nr_accesses)
+                .then(a.start.cmp(&b.start))
+        });
+        let cold = self.cold(view, &units, threshold);
         let budget = (self.config.max_rate.0 as f64 * self.config.period.0 as f64 * 1e-9) as u64;
         promote_with_room(view, &hot, &cold, budget.max(self.config.page.0), out);
     }
@@ -133,6 +342,75 @@ impl Policy for Memtis {
 mod tests {
     use super::*;
     use tierscope_core::RegionReport;
+
+    #[test]
+    fn skewed_huge_pages_split_when_the_hit_ratio_falls_short() {
+        use tierscope_core::tiers::TierSpec;
+        use tierscope_core::Placement;
+        let mib2 = 2u64 << 20;
+        let tier = |capacity| TierSpec {
+            name: "t".into(),
+            capacity,
+            latency_ns: 100.0,
+            bandwidth: 1e10,
+            queueing: 0.0,
+            background: 0.0,
+        };
+        // Block A (0..2 MiB, slow): 50 samples on each of two base pages. Block B (2..4
+        // MiB, already fast): one sample on each of 400 base pages. 3 MiB fast tier.
+        let tiers = [tier(3 * (1 << 20)), tier(u64::MAX)];
+        let mut placement = Placement::new(AddrRange::new(0, 8 * mib2), 1, 2);
+        placement.set(AddrRange::new(mib2, 2 * mib2), 0);
+        let base = |page: u64, n: u32| RegionReport {
+            start: page * 4096,
+            end: (page + 1) * 4096,
+            nr_accesses: n,
+            age: 0,
+        };
+        let mut regions = vec![base(3, 50), base(100, 50)];
+        regions.extend((512..912).map(|p| base(p, 1)));
+        let snapshot = Snapshot {
+            start: 0,
+            end: 1,
+            regions,
+        };
+        let view = View {
+            now: 500_000_000,
+            tiers: &tiers,
+            placement: &placement,
+            latency_ns: &[100.0, 100.0],
+        };
+        for split in [true, false] {
+            let mut m = MemtisConfig {
+                split,
+                ..MemtisConfig::default()
+            }
+            .build();
+            m.observe(&snapshot);
+            let mut out = vec![];
+            m.act(&view, &mut out);
+            let up: Vec<AddrRange> = out.iter().filter(|m| m.to == 0).map(|m| m.range).collect();
+            if split {
+                // Base pages: all 402 fit, 500 samples, x 0.95 = 475 estimated against
+                // B's 400 real: a gap of 75. A's skewness (2 x (50 x 512)^2 / 11 / 2^2)
+                // is in the top bucket, B's (400 x 512^2 / 11 / 400^2 = 59) in bucket
+                // 6: A splits, and its 100 hot samples cover the gap.
+                assert_eq!(m.split.iter().copied().collect::<Vec<_>>(), [0]);
+                assert_eq!(
+                    up,
+                    [
+                        AddrRange::new(3 * 4096, 4 * 4096),
+                        AddrRange::new(100 * 4096, 101 * 4096)
+                    ]
+                );
+            } else {
+                // Whole, A counts 100 (bin 7) against B's 400 (bin 9): B's bin fills 2
+                // MiB, A's would pass 3 MiB, so A stays slow.
+                assert!(m.split.is_empty());
+                assert!(up.is_empty(), "{up:?}");
+            }
+        }
+    }
 
     #[test]
     fn threshold_fills_the_fast_tier_from_the_hottest_bin_down() {
@@ -153,9 +431,18 @@ mod tests {
             end: 1,
             regions,
         });
-        assert_eq!(m.threshold(2 * mib2), 32, "only bin 6 fits");
-        assert_eq!(m.threshold(5 * mib2), 8, "bins 6 and 4");
-        assert_eq!(m.threshold(15 * mib2), 1, "everything");
-        assert_eq!(m.threshold(mib2), u64::MAX, "not even the hottest bin");
+        let units = m.units(false);
+        assert_eq!(
+            Memtis::threshold_of(&units, 2 * mib2),
+            32,
+            "only bin 6 fits"
+        );
+        assert_eq!(Memtis::threshold_of(&units, 5 * mib2), 8, "bins 6 and 4");
+        assert_eq!(Memtis::threshold_of(&units, 15 * mib2), 1, "everything");
+        assert_eq!(
+            Memtis::threshold_of(&units, mib2),
+            u64::MAX,
+            "not even the hottest bin"
+        );
     }
 }
