@@ -73,6 +73,8 @@ MIGRATION_KEYS = {
     "shootdowns",
     "cpu_ns",
     "stall_ns",
+    "splits",
+    "collapses",
 }
 
 
