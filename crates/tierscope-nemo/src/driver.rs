@@ -308,3 +308,196 @@ impl Driver {
             .ok_or(DriverError::UnknownTelemetry(t))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Operand, Predicate, ReadEffect, UpdateOp};
+    use crate::pipeline::tests::hotness;
+    use crate::pipeline::{MaskShift, Notify};
+
+    const MIB2: u64 = 2 << 20;
+
+    fn four_by_two() -> Driver {
+        Driver::new(NemoConfig {
+            interleave: Interleave::new(4, 2, 64).unwrap(),
+            sram_bytes: 1 << 20,
+            max_pipelines: 8,
+        })
+    }
+
+    fn line(page: u64, line: u64, write: bool) -> Request {
+        Request {
+            addr: page * MIB2 + line * 64,
+            write,
+            bytes: 64,
+        }
+    }
+
+    #[test]
+    fn add_merges_to_the_total_over_controllers_and_channels() {
+        let mut d = four_by_two();
+        let t = d.register(&hotness(8192, 8192)).unwrap();
+        d.set_translation(t, 3, 0).unwrap();
+        d.set_translation(t, 4, 1).unwrap();
+        // Lines 0..100 of page 3 once each, lines 0..7 of page 4 three times each:
+        // with 64 B interleaving they spread over all 4 x 2 copies.
+        for l in 0..100 {
+            d.access(&line(3, l, l % 3 == 0));
+        }
+        for _ in 0..3 {
+            for l in 0..7 {
+                d.access(&line(4, l, false));
+            }
+        }
+        d.access(&line(5, 0, false)); // no translation: dropped
+        assert_eq!(d.read(t, 0).unwrap(), 100);
+        assert_eq!(d.read(t, 1).unwrap(), 21); // 3 x 7
+                                               // Reset on read: the next read sees only new traffic.
+        assert_eq!(d.read(t, 0).unwrap(), 0);
+        d.access(&line(3, 9, true));
+        assert_eq!(d.read(t, 0).unwrap(), 1);
+    }
+
+    #[test]
+    fn xor_and_shift_merge_across_controllers() {
+        let mut d = four_by_two();
+        let mut spec = hotness(8192, 8192);
+        spec.update.op = UpdateOp::Xor;
+        spec.update.operand = Operand::Const(0b101);
+        let x = d.register(&spec).unwrap();
+        spec.update.op = UpdateOp::Shr;
+        spec.update.operand = Operand::Const(1);
+        spec.read_effect = ReadEffect::Reset(1 << 20);
+        let s = d.register(&spec).unwrap();
+        d.set_translation(x, 0, 0).unwrap();
+        d.set_translation(s, 0, 0).unwrap();
+        // 13 requests over several controllers: XOR 13 times by 0b101 -> 0b101 (odd);
+        // right shift 13 times from 2^20 -> 2^7.
+        for l in 0..13 {
+            d.access(&line(0, l * 5, false));
+        }
+        assert_eq!(d.read(x, 0).unwrap(), 0b101);
+        assert_eq!(d.read(s, 0).unwrap(), 1 << 7);
+        assert_eq!(d.read(s, 0).unwrap(), 1 << 20); // reset on every copy
+    }
+
+    #[test]
+    fn many_keys_to_one_state_with_a_bandwidth_notification() {
+        // Listing 3: every hugepage of a tenant maps to the tenant's state; add the
+        // request's bytes; notify at >= the cap. 2 controllers interleaved at 4 KiB.
+        let mut d = Driver::new(NemoConfig {
+            interleave: Interleave::new(2, 1, 4096).unwrap(),
+            sram_bytes: 1 << 20,
+            max_pipelines: 8,
+        });
+        let mut spec = hotness(8192, 64);
+        spec.update.operand = Operand::RequestBytes;
+        spec.notify = Some(Notify {
+            predicate: Predicate::Ge,
+            operand: 4096,
+        });
+        let t = d.register(&spec).unwrap();
+        for page in [10, 11, 12] {
+            d.set_translation(t, page, 0).unwrap(); // tenant 0
+        }
+        d.set_translation(t, 20, 1).unwrap(); // tenant 1
+                                              // Tenant 0: 96 lines of 64 B in the first 4 KiB of pages 10, 11, 12 -> all on
+                                              // controller 0 (chunk = addr / 4096 is even), 96 x 64 = 6144 B. The state reaches
+                                              // 4096 at the 64th request and stays >= 4096 for requests 64..96: 33 raises.
+        for page in [10, 11, 12] {
+            for l in 0..32 {
+                d.access(&line(page, l, true));
+            }
+        }
+        // Tenant 1: 10 lines on controller 1 (offset 4096: odd chunk), 640 B: no raise.
+        for l in 64..74 {
+            d.access(&line(20, l, false));
+        }
+        let mut out = Vec::new();
+        d.drain_notifications(&mut out);
+        assert_eq!(
+            out,
+            vec![Notification {
+                telemetry: t,
+                controller: 0,
+                raises: 33
+            }]
+        );
+        assert_eq!(d.read(t, 0).unwrap(), 6144);
+        assert_eq!(d.read(t, 1).unwrap(), 640);
+        out.clear();
+        d.drain_notifications(&mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn translation_errors() {
+        let mut d = four_by_two();
+        let mut spec = hotness(8192, 8192);
+        spec.translation.sub = Some(MaskShift::bits(12, 21));
+        let t = d.register(&spec).unwrap();
+        // 8192 states / 512 per hugepage = 16 regions.
+        assert_eq!(d.regions(t).unwrap(), 16);
+        assert!(d.set_translation(t, 8191, 15).is_ok());
+        assert_eq!(
+            d.set_translation(t, 7, 16),
+            Err(DriverError::RegionOutOfStates {
+                region: 16,
+                regions: 16
+            })
+        );
+        // Key 8192 needs bit 34 of the address, which the mask bits 21..34 drop.
+        assert_eq!(
+            d.set_translation(t, 8192, 0),
+            Err(DriverError::KeyOutsideMask {
+                key: 8192,
+                max: 8191
+            })
+        );
+        assert_eq!(
+            d.read(t, 8192),
+            Err(DriverError::IndexOutOfStates {
+                index: 8192,
+                states: 8192
+            })
+        );
+        d.unregister(t).unwrap();
+        assert_eq!(d.read(t, 0), Err(DriverError::UnknownTelemetry(t)));
+    }
+
+    #[test]
+    fn sram_and_pipelines_bound_registration() {
+        let mut d = Driver::new(NemoConfig::prototype());
+        let proto = hotness(8192, 8192);
+        let ids: Vec<_> = (0..8).map(|_| d.register(&proto).unwrap()).collect();
+        // 8 x 142 KiB fill the prototype's SRAM exactly.
+        assert_eq!(d.sram_used(0), 8 * 142 * 1024);
+        let err = d.register(&hotness(8192, 16)).unwrap_err();
+        assert_eq!(err.field, "controllers[0].pipelines");
+        // Two freed pipelines (284 KiB) make room for one with twice the states:
+        // 8192 x 15 bits + 2 x 16384 x 64 bits = 15 KiB + 256 KiB = 271 KiB.
+        d.unregister(ids[0]).unwrap();
+        d.unregister(ids[1]).unwrap();
+        let big = d.register(&hotness(8192, 16384)).unwrap();
+        assert_eq!(d.sram_used(0), 6 * 142 * 1024 + 271 * 1024);
+        d.unregister(big).unwrap();
+        // 8192 x 16 bits + 2 x 24576 x 64 bits = 16 KiB + 384 KiB = 400 KiB > 284 KiB.
+        let err = d.register(&hotness(8192, 24576)).unwrap_err();
+        assert_eq!(err.field, "controllers[0].states");
+        assert_eq!(d.sram_used(0), 6 * 142 * 1024); // nothing half-installed
+                                                    // The remaining telemetries still count after the slots moved.
+        d.set_translation(ids[7], 2, 5).unwrap();
+        d.access(&line(2, 0, false));
+        assert_eq!(d.read(ids[7], 5).unwrap(), 1);
+        assert_eq!(d.read(ids[6], 5).unwrap(), 0);
+    }
+
+    #[test]
+    fn bad_rules_are_rejected_before_any_controller() {
+        let mut d = four_by_two();
+        let err = d.register(&hotness(4096, 8192)).unwrap_err();
+        assert_eq!(err.field, "translation.primary.mask");
+        assert_eq!(d.sram_used(0), 0);
+    }
+}

@@ -120,3 +120,121 @@ impl Multiplexer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::NemoConfig;
+    use crate::pipeline::tests::hotness;
+    use crate::pipeline::{MaskShift, Request};
+
+    const MIB2: u64 = 2 << 20;
+
+    #[test]
+    fn formulas_by_hand() {
+        // §6.1's MEMTIS-NEMO numbers: 16 GiB, 500 ms, P = 7, S = 8192, G = 4 KiB:
+        // 2^34 x 0.5 / (7 x 2^13 x 2^12) = 0.5 x 512 / 7 = 36.571 s ("~37 s").
+        let t = sweep_time(16 << 30, 0.5, 7, 8192, 4096);
+        assert!((t - 256.0 / 7.0).abs() < 1e-9, "{t}");
+        // The SRAM form with |SRAM| = P x S x W = 7 x 8192 x 8 B gives the same.
+        let t2 = sweep_time_sram(16 << 30, 0.5, 8, 7 * 8192 * 8, 4096);
+        assert!((t2 - t).abs() < 1e-9);
+        // Halving W at a fixed SRAM halves the sweep (§6.1).
+        let t4 = sweep_time_sram(16 << 30, 0.5, 4, 7 * 8192 * 8, 4096);
+        assert!((t4 - t / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rotates_round_robin_and_counts_each_period() {
+        // One telemetry of 4 regions (4 states, no sub-regions), 10 hugepages to track:
+        // batches [0 1 2 3], [4 5 6 7], [8 9 0 1]; swept after 3 scans.
+        let mut d = Driver::new(NemoConfig::prototype());
+        let t = d.register(&hotness(8192, 4)).unwrap();
+        let keys: Vec<u64> = (0..10).collect();
+        let mut mux = Multiplexer::new(&mut d, vec![t], keys).unwrap();
+        assert_eq!(mux.slots(), 4);
+        let want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1], [2, 3, 4, 5]];
+        for (scan, batch) in want.iter().enumerate() {
+            assert_eq!(mux.programmed(), batch, "scan {scan}");
+            // Page p gets p + 1 accesses every period; only programmed pages count.
+            for p in 0..10u64 {
+                for _ in 0..=p {
+                    d.access(&Request {
+                        addr: p * MIB2,
+                        write: false,
+                        bytes: 64,
+                    });
+                }
+            }
+            let mut seen = Vec::new();
+            mux.scan(&mut d, |key, states| seen.push((key, states[0])))
+                .unwrap();
+            let expect: Vec<(u64, u64)> = batch.iter().map(|&k| (k, k + 1)).collect();
+            assert_eq!(seen, expect, "scan {scan}");
+            assert_eq!(mux.swept(), scan >= 2, "scan {scan}");
+        }
+    }
+
+    /// Simulates the §5.2 / §6.1 setup and checks the sweep against the formula: 7
+    /// pipelines, each 8192 states of 512 basepage counters per hugepage (16 hugepages),
+    /// rotating through every hugepage of `m` bytes every `tau` = 0.5 s.
+    fn simulated_sweep(m: u64) -> (f64, u64) {
+        let tau = 0.5;
+        let mut d = Driver::new(NemoConfig::prototype());
+        let mut spec = hotness(8192, 8192);
+        spec.translation.sub = Some(MaskShift::bits(12, 21));
+        let ts: Vec<_> = (0..7).map(|_| d.register(&spec).unwrap()).collect();
+        let pages = m / MIB2;
+        let mut mux = Multiplexer::new(&mut d, ts, (0..pages).collect()).unwrap();
+        assert_eq!(mux.slots(), 112);
+        // Each period, touch basepage (page % 512) of every hugepage once; a hugepage is
+        // seen when a scan returns exactly that count at that basepage and 0 elsewhere.
+        let mut seen = vec![0u32; pages as usize];
+        let mut elapsed = 0.0;
+        while !mux.swept() {
+            for p in 0..pages {
+                d.access(&Request {
+                    addr: p * MIB2 + (p % 512) * 4096,
+                    write: true,
+                    bytes: 64,
+                });
+            }
+            elapsed += tau;
+            mux.scan(&mut d, |key, states| {
+                let hot = (key % 512) as usize;
+                let right = states
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &s)| s == (i == hot) as u64);
+                assert!(right, "hugepage {key}");
+                seen[key as usize] += 1;
+            })
+            .unwrap();
+        }
+        assert!(seen.iter().all(|&n| n >= 1));
+        (elapsed, mux.scans())
+    }
+
+    #[test]
+    fn sweep_of_16_gib_matches_the_formula() {
+        // 8192 hugepages / 112 per scan = 73.14 -> 74 scans = 37 s; the formula's
+        // continuous 36.57 s is within one period below it.
+        let m = 16 << 30;
+        let (sim, scans) = simulated_sweep(m);
+        assert_eq!(scans, 74);
+        let formula = sweep_time(m, 0.5, 7, 8192, 4096);
+        assert!(
+            formula <= sim && sim < formula + 0.5,
+            "sim {sim} formula {formula}"
+        );
+    }
+
+    #[test]
+    fn sweep_of_a_whole_number_of_batches_equals_the_formula() {
+        // 3 x 112 hugepages: exactly 3 scans = 1.5 s = M x tau / (P x S x G).
+        let m = 3 * 112 * MIB2;
+        let (sim, _) = simulated_sweep(m);
+        assert_eq!(sim, 1.5);
+        assert!((sweep_time(m, 0.5, 7, 8192, 4096) - 1.5).abs() < 1e-12);
+    }
+}

@@ -162,7 +162,7 @@ impl UpdateOp {
                 } else {
                     p + moved
                 };
-                if exponent < 0 || exponent >= 64 {
+                if !(0..64).contains(&exponent) {
                     0
                 } else {
                     (1u64 << exponent) & mask
