@@ -9,6 +9,7 @@ pub mod model;
 pub mod reuse;
 pub mod trace;
 pub mod tuner;
+pub mod workloads;
 
 pub use frequency::{candidate_periods, dominant_reuse};
 pub use model::{run, ModelConfig, Platform, RunStats, Scheduler};
