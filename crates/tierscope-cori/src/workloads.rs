@@ -3,18 +3,22 @@
 //! traces (cori-sim's `traces/pin_traces/`) are not in the repository snapshot we have, so
 //! these stand in for them; they imitate a pattern's shape, not the benchmark's numbers.
 //!
-//! A "visit" to a page is `LINES` consecutive requests to it (a short run over its cache
-//! lines). Logical pages map to page numbers by a seeded permutation of a region, and each
+//! A "visit" to a page is `LINES` = 64 consecutive requests to it, as many as a 4 KiB page
+//! has 64-byte cache lines: what a sequential sweep over an array sends to memory. (A
+//! first version used 8; under cori-sim's count binning by 20, a page visited 8 times per
+//! pass is never ranked at periods shorter than three passes, so the swept arrays never
+//! moved and the strided and iterative curves measured period overheads only: see
+//! docs/CORI.md, "Tuning evaluation".) Logical pages map to page numbers by a seeded permutation of a region, and each
 //! request picks a seeded cache line in its page: the seed therefore changes which page
 //! numbers the model's ties are broken by (`hottest_first`) as well as every random choice
-//! a workload makes. Distances are in requests, as in cori-sim; the requests between two
-//! accesses to a page (`d - 1` of them at distance `d`) are what Cori's histogram counts.
+//! a workload makes. A reuse distance is the difference of two request indices (cori-sim's
+//! `np.diff`), so consecutive requests to a page are at distance 1.
 
 use crate::trace::Trace;
 use tierscope_core::rng::Rng;
 
-/// Requests per page visit: a run over some of the page's cache lines.
-pub const LINES: u64 = 8;
+/// Requests per page visit: one per cache line of a 4 KiB page.
+pub const LINES: u64 = 64;
 /// Hot pages of the strided workload, touched round-robin between array visits.
 pub const STRIDED_HOT: u64 = 4;
 /// Requests per row visit of the triangular workload.
@@ -26,7 +30,7 @@ pub const IRREGULAR_PHASES: u64 = 8;
 /// Repetitions of the irregular workload's cycle.
 pub const IRREGULAR_REPEATS: u64 = 10;
 /// Centroid pages of the iterative workload, one touched after each data-page visit.
-pub const ITERATIVE_CENTROIDS: u64 = 128;
+pub const ITERATIVE_CENTROIDS: u64 = 16;
 
 /// The shipped workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,11 +67,11 @@ impl Workload {
     pub fn generate(self, seed: u64, scale: u64) -> Trace {
         let s = scale.max(1);
         match self {
-            Workload::Strided => strided(seed, 2000 * s, 16),
+            Workload::Strided => strided(seed, 300 * s, 16),
             Workload::Triangular => triangular(seed, (100.0 * (s as f64).sqrt()).round() as u64),
             Workload::Random => random(seed, 1000 * s, 100_000 * s),
             Workload::Irregular => irregular(seed, 4000 * s, 30_000 * s),
-            Workload::Iterative => iterative(seed, 2500 * s, 12),
+            Workload::Iterative => iterative(seed, 385 * s, 12),
         }
     }
 }
@@ -122,7 +126,7 @@ impl Pages {
 /// Reuse: an array page's last request in one pass and its first in the next are
 /// `pages * (LINES + 1) - (LINES - 1)` apart, `sweeps - 1` times per page (the paper's
 /// backprop: 16 strides, a reuse of 20,000 requests seen 15 times); its reuses within a
-/// visit are 1, and a hot page's `STRIDED_HOT * (LINES + 1)` = 36, both in the first
+/// visit are 1, and a hot page's `STRIDED_HOT * (LINES + 1)` = 260, both in the first
 /// bucket, which Cori drops. So the pass is the only bar, and the dominant reuse is its
 /// bucket's lower edge.
 pub fn strided(seed: u64, pages: u64, sweeps: u64) -> Trace {
@@ -161,7 +165,7 @@ pub fn triangular(seed: u64, rows: u64) -> Trace {
 ///
 /// Reuse: the root's is 3 and an internal page's 3 times a geometric number of lookups
 /// with mean `RANDOM_INTERNAL` (first bucket, dropped, but for a tail of
-/// `(15/16)^333 ~ 1e-9`); a leaf's is 3 times a geometric number of lookups with mean
+/// `(15/16)^333 ~ 5e-10`); a leaf's is 3 times a geometric number of lookups with mean
 /// `leaves`, spread over many buckets with counts falling exponentially. Eq. 1's weights
 /// favour the short buckets, but a bar's height is the mean over pages reusing more than
 /// once in it, never below 2, so the long tail keeps its say: the dominant reuse lands
@@ -209,7 +213,7 @@ pub fn irregular(seed: u64, pages: u64, cycle: u64) -> Trace {
 /// through `ITERATIVE_CENTROIDS` of them without restarting at a pass's end. Repeats: the
 /// pass, and the centroids within it.
 ///
-/// Reuse: a centroid page's is `ITERATIVE_CENTROIDS * (LINES + 1)` = 1152 requests, many
+/// Reuse: a centroid page's is `ITERATIVE_CENTROIDS * (LINES + 1)` = 1040 requests, many
 /// times per page; a data page's, pass to pass, `pages * (LINES + 1) - (LINES - 1)`,
 /// `iterations - 1` times. Two bars, and Eq. 1 gives the longer no weight: the dominant
 /// reuse is the centroids' (1000), far shorter than the pass.
@@ -266,32 +270,33 @@ mod tests {
 
     #[test]
     fn strided_reuse_is_the_pass() {
-        // 2000 pages, 16 passes: 16 * 2000 * 9 = 288,000 requests; 2004 pages.
-        let t = strided(1, 2000, 16);
-        assert_eq!((t.len(), t.num_pages()), (288_000, 2004));
-        // Pass reuse 2000 * 9 - 7 = 17,993: bucket 17; the only bar, height 15.
+        // 300 pages, 16 passes: 16 * 300 * 65 = 312,000 requests; 304 pages.
+        let t = strided(1, 300, 16);
+        assert_eq!((t.len(), t.num_pages()), (312_000, 304));
+        // Pass reuse 300 * 65 - 63 = 19,437: bucket 19; the only bar, height 15.
         let bars = ReuseHistogram::new(&t, CORI_BUCKET, Edges::CoriSim).cori_bars();
         assert_eq!(
             bars,
             [Bar {
-                reuse: 17_000,
+                reuse: 19_000,
                 height: 15.0
             }]
         );
-        assert_eq!(dr(&t), Some(17_000));
-        // 1000 pages: 8993, bucket 8.
-        assert_eq!(dr(&strided(5, 1000, 16)), Some(8000));
+        assert_eq!(dr(&t), Some(19_000));
+        // 150 pages: 150 * 65 - 63 = 9687, bucket 9.
+        assert_eq!(dr(&strided(5, 150, 16)), Some(9000));
     }
 
     #[test]
     fn iterative_reuse_is_the_centroids() {
-        // 2500 pages, 12 passes: 270,000 requests. Centroid reuse 128 * 9 = 1152: bucket 1,
-        // pass reuse 22,493: bucket 22. Two bars: the second has weight 0.
-        let t = iterative(1, 2500, 12);
-        assert_eq!((t.len(), t.num_pages()), (270_000, 2628));
+        // 385 pages, 12 passes: 12 * 385 * 65 = 300,300 requests, 401 pages. Centroid reuse
+        // 16 * 65 = 1040: bucket 1; pass reuse 385 * 65 - 63 = 24,962: bucket 24. Two bars:
+        // the second has weight 0.
+        let t = iterative(1, 385, 12);
+        assert_eq!((t.len(), t.num_pages()), (300_300, 401));
         let bars = ReuseHistogram::new(&t, CORI_BUCKET, Edges::CoriSim).cori_bars();
         assert_eq!(bars.len(), 2);
-        assert_eq!((bars[0].reuse, bars[1].reuse), (1000, 22_000));
+        assert_eq!((bars[0].reuse, bars[1].reuse), (1000, 24_000));
         // Data pages: 11 reuses each.
         assert_eq!(bars[1].height, 11.0);
         assert_eq!(dr(&t), Some(1000));
