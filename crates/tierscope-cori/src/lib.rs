@@ -2,7 +2,9 @@
 //! cori-sim (github.com/GTkernel/cori-sim) runs it: read a trace (`trace`), histogram its
 //! page reuse distances (`reuse`), derive the dominant reuse and the candidate periods
 //! (`frequency`), and estimate the runtime of a periodic page scheduler at each period
-//! (`model`), then tune the period (`tuner`). docs/CORI.md gives every constant's source in cori-sim and where we differ.
+//! (`model`); tune the period against the paper's baselines (`tuner`), on traces of one's
+//! own or generated ones (`workloads`). docs/CORI.md gives every constant's source in
+//! cori-sim, where we differ, and the tuning evaluation.
 
 pub mod frequency;
 pub mod model;
