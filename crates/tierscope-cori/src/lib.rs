@@ -2,12 +2,16 @@
 //! cori-sim (github.com/GTkernel/cori-sim) runs it: read a trace (`trace`), histogram its
 //! page reuse distances (`reuse`), derive the dominant reuse and the candidate periods
 //! (`frequency`), and estimate the runtime of a periodic page scheduler at each period
-//! (`model`). docs/CORI.md gives every constant's source in cori-sim and where we differ.
+//! (`model`); tune the period against the paper's baselines (`tuner`), on traces of one's
+//! own or generated ones (`workloads`). docs/CORI.md gives every constant's source in
+//! cori-sim, where we differ, and the tuning evaluation.
 
 pub mod frequency;
 pub mod model;
 pub mod reuse;
 pub mod trace;
+pub mod tuner;
+pub mod workloads;
 
 pub use frequency::{candidate_periods, dominant_reuse};
 pub use model::{run, ModelConfig, Platform, RunStats, Scheduler};
