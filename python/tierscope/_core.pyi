@@ -1,6 +1,7 @@
 # Type stubs of the Rust extension module (crates/tierscope-py). tests/test_stubs.py
 # checks that every name here exists in the module and every public name of the module
 # is here.
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ class Experiment:
     hot_threshold: int
     block_size: int
     engine: str
+    phase_durations_ns: list[int]
     monitor_names: list[str]
     def to_json(self) -> str: ...
 
@@ -47,3 +49,35 @@ def tier_presets() -> list[dict[str, Any]]: ...
 def placements() -> list[str]: ...
 def start_run(experiment: Experiment, max_threads: int = 0) -> RunHandle: ...
 def kvm_unavailable() -> str | None: ...
+
+class CoriTrace:
+    requests: int
+    pages: int
+    @staticmethod
+    def from_file(path: str | Path) -> CoriTrace: ...
+    @staticmethod
+    def generate(name: str, seed: int, scale: int) -> CoriTrace: ...
+    @staticmethod
+    def workloads() -> list[str]: ...
+    def bars(self, bucket: int = 1000) -> list[tuple[int, float]]: ...
+    def model(
+        self,
+        period: int,
+        scheduler_name: str = "history",
+        count_quantum: int = 20,
+        fast_ratio: float = 0.2,
+    ) -> dict[str, Any]: ...
+
+def cori_dominant_reuse(bars: list[tuple[int, float]]) -> int | None: ...
+def cori_candidates(dominant_reuse: int, runtime: int) -> list[int]: ...
+def cori_baseline(order: str, timestep: int, runtime: int, seed: int) -> list[int]: ...
+def cori_tune(
+    periods: list[int], cost: Callable[[int], float], stops: list[tuple[str, float]]
+) -> tuple[list[tuple[int, float]], tuple[int, float] | None]: ...
+def cori_trials_to_within(
+    periods: list[int],
+    runtimes: dict[int, float],
+    best: float,
+    percent: float,
+    random_seeds: list[int] | None = None,
+) -> float | None: ...

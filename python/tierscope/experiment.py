@@ -46,6 +46,11 @@ class Experiment:
         return self._inner.block_size
 
     @property
+    def phase_durations_ns(self) -> list[int]:
+        """The workload's phases in order (one pass of its cycle): durations, ns."""
+        return list(self._inner.phase_durations_ns)
+
+    @property
     def monitor_names(self) -> list[str]:
         return list(self._inner.monitor_names)
 

@@ -49,6 +49,18 @@ impl PyExperiment {
         self.inner.machine.engine.name()
     }
 
+    /// The workload's phases in order (one pass of its cycle): their durations, ns.
+    #[getter]
+    fn phase_durations_ns(&self) -> Vec<u64> {
+        self.inner
+            .workload
+            .spec
+            .phases
+            .iter()
+            .map(|p| p.duration.0)
+            .collect()
+    }
+
     #[getter]
     fn monitor_names(&self) -> Vec<String> {
         self.inner.monitors.iter().map(|m| m.name.clone()).collect()

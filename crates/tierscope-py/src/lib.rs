@@ -7,6 +7,7 @@
 //! little-endian `bytes` that Python wraps with `numpy.frombuffer` ([`convert`]).
 
 mod convert;
+mod cori;
 mod errors;
 mod experiment;
 mod registry;
@@ -40,6 +41,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_unavailable, m)?)?;
+    m.add_class::<cori::PyTrace>()?;
+    m.add_function(wrap_pyfunction!(cori::cori_dominant_reuse, m)?)?;
+    m.add_function(wrap_pyfunction!(cori::cori_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(cori::cori_baseline, m)?)?;
+    m.add_function(wrap_pyfunction!(cori::cori_tune, m)?)?;
+    m.add_function(wrap_pyfunction!(cori::cori_trials_to_within, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,159 @@
+"""`tierscope tune` and the Cori binding: candidates from the reuse (traces) or the loops
+(experiments), trials in order under the stopping rules, the best trial chosen, outputs
+written; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from conftest import run_cli
+from test_cli_errors import assert_bad_input
+from tierscope import _core, cori
+
+
+def test_loop_bars_count_each_phase_start_by_hand() -> None:
+    # Phases of 250 and 500 ms repeating over 2 s: starts at 0 (250), 250 (500), 750
+    # (250), 1000 (500), 1500 (250), 1750 (500): three of each.
+    ms = 1_000_000
+    assert cori.loop_bars([250 * ms, 500 * ms], 2000 * ms) == [(250 * ms, 3.0), (500 * ms, 3.0)]
+    assert cori.loop_bars([], 10) == []
+
+
+def test_tuner_stops_and_chooses_by_hand() -> None:
+    # Costs fall, then rise: the best is 3; within 3 % of the best before it stops at 4
+    # (100.5 vs 100: within), no-gain 2 would stop at 5.
+    costs = {1: 130.0, 2: 110.0, 3: 100.0, 4: 100.5, 5: 120.0, 6: 90.0}
+    trials, chosen = _core.cori_tune(list(costs), costs.__getitem__, [("within", 3.0)])
+    assert [p for p, _ in trials] == [1, 2, 3, 4] and chosen == (3, 100.0)
+    trials, chosen = _core.cori_tune(list(costs), costs.__getitem__, [("no-gain", 2.0)])
+    assert [p for p, _ in trials] == [1, 2, 3, 4, 5] and chosen == (3, 100.0)
+    trials, chosen = _core.cori_tune(list(costs), costs.__getitem__, [("trials", 1.0)])
+    assert trials == [(1, 130.0)] and chosen == (1, 130.0)
+    # Trials to within 3 % of the best (90): only period 6; base-random's mean over seeds.
+    assert _core.cori_trials_to_within(list(costs), costs, 90.0, 3.0) == 6.0
+    mean = _core.cori_trials_to_within(list(costs), costs, 90.0, 3.0, list(range(50)))
+    assert 1.0 <= mean <= 6.0
+
+
+def test_a_cost_that_raises_stops_the_tuning() -> None:
+    def cost(p: int) -> float:
+        if p == 2:
+            raise RuntimeError("run failed")
+        return float(p)
+
+    try:
+        _core.cori_tune([1, 2, 3], cost, [])
+    except RuntimeError as e:
+        assert "run failed" in str(e)
+    else:
+        raise AssertionError("the error was swallowed")
+
+
+def test_tune_a_trace_file(tmp_path: Path) -> None:
+    # Page 0 every 2000 requests, 20 other pages cycling in between: their reuses (about
+    # 20 requests) fall in bucket 0, which Cori drops; page 0's 199 reuses of 2000 make
+    # the one bar, so the dominant reuse is 2000.
+    lines = []
+    for _ in range(200):
+        lines.append(hex(0x1000))
+        for k in range(1999):
+            lines.append(hex(0x10000 + (k % 20) * 4096))
+    (tmp_path / "t.trace").write_text("\n".join(lines) + "\n")
+    trace = _core.CoriTrace.from_file(tmp_path / "t.trace")
+    assert trace.requests == 400_000 and trace.pages == 21
+    proc = run_cli("tune", "--trace", "t.trace", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "tune.json").read_text())
+    dr = summary["dominant_reuse"]
+    assert dr == 2000 and trace.bars() == [(2000, 199.0)]
+    assert summary["candidates"] == _core.cori_candidates(dr, 400_000)
+    assert summary["candidates"][0] == dr
+    with open(tmp_path / "out" / "trials.csv") as f:
+        rows = list(csv.DictReader(f))
+    # Trials follow the candidates, shortest first; the chosen is the cheapest trial.
+    assert [int(r["value"]) for r in rows] == summary["candidates"][: len(rows)]
+    best = min(rows, key=lambda r: float(r["cost"]))
+    assert summary["chosen"][0] == int(best["value"])
+    assert f"chosen: {summary['chosen'][0]}" in proc.stdout
+    assert (tmp_path / "out" / "tune.png").stat().st_size > 0
+
+
+def test_tune_a_generated_workload_with_its_exhaustive_curve(tmp_path: Path) -> None:
+    proc = run_cli(
+        "tune", "--workload", "irregular", "--scheduler", "oracle", "--exhaustive", "5000",
+        "--stop", "trials:3", "--out", "out", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "tune.json").read_text())
+    assert len(summary["trials"]) <= 3
+    curve = summary["curve"]
+    assert [p for p, _ in curve] == [5000 * k for k in range(1, len(curve) + 1)]
+    # The model is deterministic: a trial on the grid costs what the curve says.
+    on_grid = dict(curve)
+    for p, c in summary["trials"]:
+        if p in on_grid:
+            assert c == on_grid[p]
+
+
+EXPERIMENT = """
+duration = "1s"
+warmup = "0s"
+block_size = "4KiB"
+[machine]
+engine = "exact"
+[workload]
+rate = "1M/s"
+regions = [{ name = "a", size = "8MiB" }, { name = "b", size = "8MiB" }]
+phases = [
+  { name = "a", duration = "100ms", patterns = [{ region = "a", kind = "zipf", mode = "rw" }] },
+  { name = "b", duration = "100ms", patterns = [{ region = "b", kind = "zipf", mode = "rw" }] },
+]
+[[monitors]]
+preset = "damon-mod"
+[tiering]
+tiers = [{ preset = "cori-fast", capacity = "20%" }, "cori-slow"]
+placement = "interleaved"
+policies = [{ type = "periodic", mode = "history" }]
+window = "10ms"
+"""
+
+
+def test_tune_an_experiments_period(tmp_path: Path) -> None:
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    proc = run_cli("tune", "exp.toml", "--param", "tiering.window", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "tune.json").read_text())
+    # Loops of 100 ms, five of each phase in 1 s: the dominant reuse is 100 ms, and the
+    # candidates its multiples up to 500 ms, one per number of periods in 1 s (10, 5, 3,
+    # 2; 500 ms makes 2 again and is dropped).
+    assert summary["bars"] == [[100_000_000, 10.0]]
+    assert summary["dominant_reuse"] == 100_000_000
+    assert summary["candidates"] == [100_000_000 * k for k in (1, 2, 3, 4)]
+    trials = summary["trials"]
+    assert summary["chosen"] == min(trials, key=lambda t: t[1])
+    # Each trial is one run of the experiment with the window set: run it again by hand.
+    import tierscope
+
+    p, cost = trials[0]
+    (r,) = tierscope.expand_sweep(
+        {"base": str(tmp_path / "exp.toml"), "set": {"tiering.window": f"{p}ns"}}
+    )
+    again = tierscope.run(r.experiment, progress=False)
+    assert next(iter(again.policies.values())).summary["app_ns"] == cost
+
+
+def test_bad_tune_input(tmp_path: Path) -> None:
+    (tmp_path / "bad.trace").write_text("0x1000\n0xzz\n")
+    assert_bad_input(run_cli("tune", "--trace", "bad.trace", cwd=tmp_path), "bad.trace:2")
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    assert_bad_input(run_cli("tune", "exp.toml", cwd=tmp_path), "--param")
+    assert_bad_input(
+        run_cli("tune", "--workload", "random", "--stop", "soon:3", cwd=tmp_path), "--stop"
+    )
+    assert_bad_input(
+        run_cli("tune", "exp.toml", "--param", "tiering.window", "--run", "nope", cwd=tmp_path),
+        "--run",
+        "nope",
+    )
