@@ -39,9 +39,9 @@ class Tuning:
     unit: str
     bars: list[tuple[int, float]]
     dominant_reuse: int | None
-    candidates: list[int]
-    trials: list[tuple[int, float]]
-    chosen: tuple[int, float] | None
+    candidates: list[Any]
+    trials: list[tuple[Any, float]]
+    chosen: tuple[Any, float] | None
     curve: list[tuple[int, float]] = field(default_factory=list)
     #: Cost of the run with everything on the fast tier (trace tuning), for slowdowns.
     reference: float | None = None
@@ -134,13 +134,14 @@ def loop_bars(phases_ns: Sequence[int], duration_ns: int) -> list[tuple[int, flo
 def tune_experiment(
     path: Path,
     param: str,
-    cost: Callable[[int], float],
+    cost: Callable[[Any], float],
     *,
-    values: Sequence[int] | None = None,
+    values: Sequence[Any] | None = None,
     stops: Sequence[tuple[str, float]] = CORI_STOPS,
     grid_timestep: int | None = None,
+    unit: str = "ns",
 ) -> Tuning:
-    """Tunes `param` (a config path, a duration in ns) of the experiment at `path` with
+    """Tunes `param` (a config path, a duration in ns unless `unit` says otherwise) of the experiment at `path` with
     `cost(value_ns)` (one run each): candidates from the phases' loop-duration histogram,
     or `values` when given (tried in that order)."""
     from tierscope.experiment import load_experiment
@@ -149,6 +150,7 @@ def tune_experiment(
     duration = exp.duration_ns
     bars = loop_bars(exp.phase_durations_ns, duration)
     dr = _core.cori_dominant_reuse(bars) if bars else None
+    candidates: list[Any]
     if values is not None:
         candidates = list(values)
     else:
@@ -158,14 +160,20 @@ def tune_experiment(
                 f"{path}: no loop of the workload is shorter than half the run "
                 f"({duration} ns), so Cori has no candidate: give --values"
             )
-    trials, chosen = _core.cori_tune(candidates, cost, list(stops))
+    # The tuner orders numbers: it tries the candidates' positions, so values may be
+    # anything the parameter takes (sizes as text, say).
+    trials_at, chosen_at = _core.cori_tune(
+        list(range(len(candidates))), lambda i: cost(candidates[i]), list(stops)
+    )
+    trials = [(candidates[i], c) for i, c in trials_at]
+    chosen = (candidates[chosen_at[0]], chosen_at[1]) if chosen_at else None
     curve = []
     if grid_timestep:
         grid = _core.cori_baseline("right", grid_timestep, duration, 0)
         curve = [(p, cost(p)) for p in grid]
     return Tuning(
         what=param,
-        unit="ns",
+        unit=unit,
         bars=bars,
         dominant_reuse=dr,
         candidates=candidates,

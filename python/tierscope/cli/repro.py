@@ -1,7 +1,8 @@
 """`tierscope repro telescope`: run the Telescope paper's experiments (experiments/paper/,
 statistical engine) and print our numbers next to the paper's. `tierscope repro
 telescope-tiering`: the shape of its section 6.3 (tiering driven by each monitor, key-value
-stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/.
+stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/. `tierscope repro cori`: the
+shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/CORI.md).
 
 The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
 --executor local or ray; stopped, a rerun with the same DIR resumes it). For each
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierscope import paper, repro_tiering
+from tierscope import paper, repro_cori, repro_tiering
 from tierscope.experiment import config_error
 from tierscope.texttable import align
 
@@ -53,8 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "paper",
-        choices=["telescope", "telescope-tiering"],
-        help="which paper: telescope (section 6.2) or telescope-tiering (section 6.3)",
+        choices=["telescope", "telescope-tiering", "cori"],
+        help="which paper: telescope (section 6.2), telescope-tiering (section 6.3) or cori "
+        "(Figures 1, 3, 5 on generated traces: --seeds)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
     p.add_argument(
@@ -81,6 +83,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"also give {SEED_EXPERIMENT}'s Telescope rows as means over seeds 1..N "
         f"(0: none; default {NEEDLE_SEEDS})",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cori: generated traces' seeds 1..N (default 1)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
@@ -217,6 +226,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.out is None:
         args.out = f"runs/repro-{args.paper}"
+    if args.paper == "cori":
+        return repro_cori.main(Path(args.out), seeds=range(1, max(1, args.seeds) + 1))
     if args.paper == "telescope-tiering":
         return repro_tiering.main(
             Path(args.out),

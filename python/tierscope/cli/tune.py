@@ -164,6 +164,7 @@ def main(args: argparse.Namespace) -> int:
             values=values,
             stops=stops,
             grid_timestep=args.exhaustive,
+            unit=args.unit,
         )
         if args.maximize:
             tuning.maximize = True
