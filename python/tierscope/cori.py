@@ -141,9 +141,9 @@ def tune_experiment(
     grid_timestep: int | None = None,
     unit: str = "ns",
 ) -> Tuning:
-    """Tunes `param` (a config path, a duration in ns unless `unit` says otherwise) of the experiment at `path` with
-    `cost(value_ns)` (one run each): candidates from the phases' loop-duration histogram,
-    or `values` when given (tried in that order)."""
+    """Tunes `param` (a config path: a duration in ns, or values as given with `unit`
+    "raw") of the experiment at `path` with `cost(value)` (one run each): candidates from
+    the phases' loop-duration histogram, or `values` when given (tried in that order)."""
     from tierscope.experiment import load_experiment
 
     exp = load_experiment(path)
