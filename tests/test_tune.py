@@ -186,3 +186,38 @@ def test_repro_cori(tmp_path: Path) -> None:
     assert "paper: Cori gets within 3% of the best in 5x fewer trials" in text
     for w in workloads:
         assert (out / f"figure3-{w}.png").stat().st_size > 0
+
+
+def test_tune_other_parameters(tmp_path: Path) -> None:
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    # A monitor's aggregation interval, scored by its f1 (larger is better).
+    proc = run_cli(
+        "tune", "exp.toml", "--param", "monitors[damon-mod].aggr", "--monitor", "damon-mod",
+        "--metric", "f1", "--maximize", "--values", "20000000,100000000", "--out", "a",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    a = json.loads((tmp_path / "a" / "tune.json").read_text())
+    assert [v for v, _ in a["trials"]] == [20_000_000, 100_000_000]
+    assert a["maximize"] and a["chosen"] == max(a["trials"], key=lambda t: t[1])
+    assert all(0.0 <= f1 <= 1.0 for _, f1 in a["trials"])
+    # A migration quota, as sizes.
+    proc = run_cli(
+        "tune", "exp.toml", "--param", "tiering.migration.max_per_round", "--unit", "raw",
+        "--values", "4KiB,1MiB", "--out", "b", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    b = json.loads((tmp_path / "b" / "tune.json").read_text())
+    assert [v for v, _ in b["trials"]] == ["4KiB", "1MiB"]
+    assert b["chosen"] == min(b["trials"], key=lambda t: t[1])
+
+
+def test_bad_parameters(tmp_path: Path) -> None:
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    assert_bad_input(
+        run_cli("tune", "exp.toml", "--param", "tiering.nonsense", cwd=tmp_path), "nonsense"
+    )
+    # Not a duration: the engine's name cannot be set to nanoseconds.
+    assert_bad_input(
+        run_cli("tune", "exp.toml", "--param", "machine.engine", cwd=tmp_path), "engine"
+    )
