@@ -95,22 +95,18 @@ def tune_trace(
     bars = trace.bars(bucket)
     dr = _core.cori_dominant_reuse(bars)
     candidates = _core.cori_candidates(dr, trace.requests) if dr is not None else []
-    trials, chosen = _core.cori_tune(candidates, cost, list(stops))
-    curve = []
-    if grid_timestep:
-        grid = _core.cori_baseline("right", grid_timestep, trace.requests, 0)
-        curve = [(p, cost(p)) for p in grid]
-    reference = trace.model(0, scheduler, count_quantum, fast_ratio)["all_fast_ns"]
-    return Tuning(
+    return _tune(
         what=f"{scheduler} scheduler period",
         unit="requests",
         bars=bars,
         dominant_reuse=dr,
         candidates=candidates,
-        trials=trials,
-        chosen=chosen,
-        curve=curve,
-        reference=reference,
+        cost=cost,
+        stops=stops,
+        grid=_core.cori_baseline("right", grid_timestep, trace.requests, 0)
+        if grid_timestep
+        else [],
+        reference=trace.model(0, scheduler, count_quantum, fast_ratio)["all_fast_ns"],
     )
 
 
@@ -160,24 +156,44 @@ def tune_experiment(
                 f"{path}: no loop of the workload is shorter than half the run "
                 f"({duration} ns), so Cori has no candidate: give --values"
             )
-    # The tuner orders numbers: it tries the candidates' positions, so values may be
-    # anything the parameter takes (sizes as text, say).
-    trials_at, chosen_at = _core.cori_tune(
-        list(range(len(candidates))), lambda i: cost(candidates[i]), list(stops)
-    )
-    trials = [(candidates[i], c) for i, c in trials_at]
-    chosen = (candidates[chosen_at[0]], chosen_at[1]) if chosen_at else None
-    curve = []
-    if grid_timestep:
-        grid = _core.cori_baseline("right", grid_timestep, duration, 0)
-        curve = [(p, cost(p)) for p in grid]
-    return Tuning(
+    return _tune(
         what=param,
         unit=unit,
         bars=bars,
         dominant_reuse=dr,
         candidates=candidates,
-        trials=trials,
-        chosen=chosen,
-        curve=curve,
+        cost=cost,
+        stops=stops,
+        grid=_core.cori_baseline("right", grid_timestep, duration, 0) if grid_timestep else [],
+    )
+
+
+def _tune(
+    *,
+    what: str,
+    unit: str,
+    bars: list[tuple[int, float]],
+    dominant_reuse: int | None,
+    candidates: list[Any],
+    cost: Callable[[Any], float],
+    stops: Sequence[tuple[str, float]],
+    grid: list[int],
+    reference: float | None = None,
+) -> Tuning:
+    """Runs the tuner over `candidates` in order, then `cost` at every `grid` value."""
+    # The tuner orders numbers: it tries the candidates' positions, so values may be
+    # anything the parameter takes (sizes as text, say).
+    trials_at, chosen_at = _core.cori_tune(
+        list(range(len(candidates))), lambda i: cost(candidates[i]), list(stops)
+    )
+    return Tuning(
+        what=what,
+        unit=unit,
+        bars=bars,
+        dominant_reuse=dominant_reuse,
+        candidates=candidates,
+        trials=[(candidates[i], c) for i, c in trials_at],
+        chosen=(candidates[chosen_at[0]], chosen_at[1]) if chosen_at else None,
+        curve=[(p, cost(p)) for p in grid],
+        reference=reference,
     )

@@ -1,7 +1,7 @@
 //! Per-page sample counts kept across windows, as the PEBS-driven tiering systems (HeMem,
 //! MEMTIS) keep them: a snapshot's regions are the sampler's bins with their sample counts.
 
-use super::View;
+use super::{coldest_first, View};
 use std::collections::BTreeMap;
 use tierscope_core::{AddrRange, RegionReport, Snapshot};
 
@@ -63,14 +63,8 @@ impl PageCounts {
     /// The fast tier's contents in pieces of `granule` bytes with fewer than `threshold`
     /// samples, coldest first (never-sampled pieces count 0), then by address.
     pub fn cold_on_fast(&self, view: &View, granule: u64, threshold: u64) -> Vec<RegionReport> {
-        let mut runs = vec![];
-        view.placement.runs(view.placement.range(), |r, t| {
-            if t == 0 {
-                runs.push(r);
-            }
-        });
         let mut out = vec![];
-        for r in runs {
+        for r in view.runs_on(0) {
             let mut at = r.start;
             while at < r.end {
                 let end = ((at / granule + 1) * granule).min(r.end);
@@ -88,11 +82,7 @@ impl PageCounts {
                 at = end;
             }
         }
-        out.sort_by(|a, b| {
-            a.nr_accesses
-                .cmp(&b.nr_accesses)
-                .then(a.start.cmp(&b.start))
-        });
+        coldest_first(&mut out);
         out
     }
 }

@@ -22,7 +22,7 @@
 //! Fed by a `pebs` monitor (the `pebs-memtis` preset: period 199, 4 KiB bins).
 
 use super::counts::PageCounts;
-use super::{promote_with_room, Policy, View};
+use super::{coldest_first, promote_with_room, Policy, View};
 use crate::migration::Move;
 use std::collections::{BTreeMap, BTreeSet};
 use tierscope_core::units::{Duration, Size};
@@ -165,14 +165,8 @@ impl Memtis {
                 .filter(|(_, u)| u.range.contains(at))
                 .map_or(0, |(_, u)| u.count)
         };
-        let mut runs = vec![];
-        view.placement.runs(view.placement.range(), |r, t| {
-            if t == 0 {
-                runs.push(r);
-            }
-        });
         let mut out = vec![];
-        for r in runs {
+        for r in view.runs_on(0) {
             let mut at = r.start;
             while at < r.end {
                 let block = at / page * page;
@@ -194,11 +188,7 @@ impl Memtis {
                 at = end;
             }
         }
-        out.sort_by(|a, b| {
-            a.nr_accesses
-                .cmp(&b.nr_accesses)
-                .then(a.start.cmp(&b.start))
-        });
+        coldest_first(&mut out);
         out
     }
 

@@ -43,6 +43,17 @@ impl View<'_> {
         r.overlap(&self.placement.range()) - self.bytes_off(r, tier)
     }
 
+    /// The runs of the heap on `tier`, in address order.
+    pub fn runs_on(&self, tier: u8) -> Vec<AddrRange> {
+        let mut runs = vec![];
+        self.placement.runs(self.placement.range(), |r, t| {
+            if t == tier {
+                runs.push(r);
+            }
+        });
+        runs
+    }
+
     /// Free bytes of `tier`.
     pub fn room(&self, tier: u8) -> u64 {
         self.tiers[tier as usize]
@@ -83,6 +94,15 @@ pub fn head(range: AddrRange, off: u64, take: u64) -> AddrRange {
         (range.start + take).next_multiple_of(4096).min(range.end)
     };
     AddrRange::new(range.start, end)
+}
+
+/// Sorts reports coldest first (fewest accesses), then by address.
+pub fn coldest_first(v: &mut [RegionReport]) {
+    v.sort_by(|a, b| {
+        a.nr_accesses
+            .cmp(&b.nr_accesses)
+            .then(a.start.cmp(&b.start))
+    });
 }
 
 /// When a policy that acts once per snapshot wants to act: now if one is pending.

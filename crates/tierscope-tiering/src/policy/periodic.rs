@@ -123,15 +123,13 @@ impl Policy for Periodic {
         counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
         // Fast pages, least recently used first (never seen: oldest); equal by address.
         let mut fast = vec![];
-        view.placement.runs(view.placement.range(), |r, t| {
-            if t == 0 {
-                let mut at = r.start;
-                while at < r.end {
-                    fast.push(AddrRange::new(at, (at + PAGE).min(r.end)));
-                    at += PAGE;
-                }
+        for r in view.runs_on(0) {
+            let mut at = r.start;
+            while at < r.end {
+                fast.push(AddrRange::new(at, (at + PAGE).min(r.end)));
+                at += PAGE;
             }
-        });
+        }
         let seen = |p: &AddrRange| self.last_seen.get(&p.start).copied().unwrap_or(0);
         fast.sort_by(|a, b| seen(a).cmp(&seen(b)).then(a.start.cmp(&b.start)));
         let mut room = view.room(0);

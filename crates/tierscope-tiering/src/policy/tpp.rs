@@ -108,13 +108,7 @@ impl Policy for Tpp {
         if !self.seeded {
             // What started on the top tier is the oldest, in address order.
             self.seeded = true;
-            let mut first = vec![];
-            view.placement.runs(view.placement.range(), |r, t| {
-                if t == 0 {
-                    first.push(r);
-                }
-            });
-            for r in first {
+            for r in view.runs_on(0) {
                 self.remember(r);
             }
         }
