@@ -335,20 +335,11 @@ mod tests {
 
     #[test]
     fn skewed_huge_pages_split_when_the_hit_ratio_falls_short() {
-        use tierscope_core::tiers::TierSpec;
         use tierscope_core::Placement;
         let mib2 = 2u64 << 20;
-        let tier = |capacity| TierSpec {
-            name: "t".into(),
-            capacity,
-            latency_ns: 100.0,
-            bandwidth: 1e10,
-            queueing: 0.0,
-            background: 0.0,
-        };
         // Block A (0..2 MiB, slow): 50 samples on each of two base pages. Block B (2..4
         // MiB, already fast): one sample on each of 400 base pages. 3 MiB fast tier.
-        let tiers = [tier(3 * (1 << 20)), tier(u64::MAX)];
+        let tiers = super::super::test_tiers(3 << 20);
         let mut placement = Placement::new(AddrRange::new(0, 8 * mib2), 1, 2);
         placement.set(AddrRange::new(mib2, 2 * mib2), 0);
         let base = |page: u64, n: u32| RegionReport {

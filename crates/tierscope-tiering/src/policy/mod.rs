@@ -165,3 +165,18 @@ pub fn promote_with_room(
         left -= take;
     }
 }
+
+/// A fast tier of `fast` bytes over an unbounded slow one, for the policies' tests (which
+/// read capacities and placements, never latencies or bandwidths).
+#[cfg(test)]
+pub(crate) fn test_tiers(fast: u64) -> [TierSpec; 2] {
+    let t = |name: &str, capacity| TierSpec {
+        name: name.into(),
+        capacity,
+        latency_ns: 100.0,
+        bandwidth: 1e10,
+        queueing: 0.0,
+        background: 0.0,
+    };
+    [t("fast", fast), t("slow", u64::MAX)]
+}

@@ -157,18 +157,9 @@ mod tests {
 
     #[test]
     fn periodic_moves_only_slow_pages_among_the_hottest() {
-        use tierscope_core::tiers::TierSpec;
         use tierscope_core::Placement;
-        let tier = |capacity| TierSpec {
-            name: "t".into(),
-            capacity,
-            latency_ns: 100.0,
-            bandwidth: 1e10,
-            queueing: 0.0,
-            background: 0.0,
-        };
         // Fast pages A (100 accesses), B (90); slow C (5), D (95); room for two pages.
-        let tiers = [tier(2 * PAGE), tier(u64::MAX)];
+        let tiers = super::super::test_tiers(2 * PAGE);
         let mut placement = Placement::new(AddrRange::new(0, 4 * PAGE), 1, 2);
         placement.set(AddrRange::new(0, 2 * PAGE), 0);
         let page = |i: u64| AddrRange::new(i * PAGE, (i + 1) * PAGE);

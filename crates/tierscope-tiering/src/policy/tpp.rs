@@ -167,19 +167,7 @@ impl Policy for Tpp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierscope_core::tiers::TierSpec;
     use tierscope_core::{Placement, RegionReport};
-
-    fn tier(name: &str, capacity: u64) -> TierSpec {
-        TierSpec {
-            name: name.into(),
-            capacity,
-            latency_ns: 100.0,
-            bandwidth: 1e10,
-            queueing: 0.0,
-            background: 0.0,
-        }
-    }
 
     fn snapshot(hot: &[(u64, u64)]) -> Snapshot {
         Snapshot {
@@ -208,7 +196,7 @@ mod tests {
         // 1 MiB heap, a 256 KiB top tier (5 % watermark: 13107 bytes reserved) holding
         // the first 192 KiB.
         let heap = AddrRange::new(0, 1 << 20);
-        let tiers = [tier("fast", 256 << 10), tier("slow", u64::MAX)];
+        let tiers = super::super::test_tiers(256 << 10);
         let mut placement = Placement::new(heap, 1, 2);
         placement.set(AddrRange::new(0, 192 << 10), 0);
         let mut tpp = TppConfig {
@@ -260,7 +248,7 @@ mod tests {
     #[test]
     fn the_rate_limit_caps_promotions_per_second() {
         let heap = AddrRange::new(0, 1 << 30);
-        let tiers = [tier("fast", 1 << 30), tier("slow", u64::MAX)];
+        let tiers = super::super::test_tiers(1 << 30);
         let placement = Placement::new(heap, 1, 2);
         let mut tpp = TppConfig {
             promote_rate: Size(1 << 20),
