@@ -66,8 +66,7 @@ pub struct RegionSpec {
 
 /// One access pattern. In files it is one table whose `kind` names both the walk and the
 /// density (`random`/`uniform`, `hotspot`, `gaussian`, `zipf`, `scrambled-zipf`, `latest`,
-/// `sequential`), with the
-/// density's parameters beside it (`PatternFile` below).
+/// `sequential`), with the density's parameters beside it (`PatternFile` below).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PatternFile", into = "PatternFile")]
 pub struct PatternSpec {
