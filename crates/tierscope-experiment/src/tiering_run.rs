@@ -538,6 +538,55 @@ policies = ["telescope-rule", "oracle", "static"{extra_policies}]
     }
 
     #[test]
+    fn invariants_hold_for_ycsb_mixes_on_both_engines() {
+        // A, D and E with scattered, newest-first and scanned keys over 80 MB of items and
+        // a 32 MiB fast tier.
+        for kv in [
+            r#"mix = "ycsb-a", distribution = "scrambled-zipfian""#,
+            r#"mix = "ycsb-d", distribution = "latest", insert_steps = 4"#,
+            r#"mix = "ycsb-e", distribution = "scrambled-zipfian", max_scan = 20"#,
+        ] {
+            for engine in ["exact", "stat"] {
+                let text = format!(
+                    r#"
+duration = "2s"
+warmup = "0s"
+[machine]
+engine = "{engine}"
+[workload]
+rate = "2M/s"
+kv = {{ keys = 20000, value_size = "4000B", {kv}, duration = "2s" }}
+[[monitors]]
+preset = "damon-mod"
+[tiering]
+tiers = [{{ preset = "dram", capacity = "32MiB" }}, "cxl"]
+policies = ["telescope-rule", "oracle", "static"]
+"#
+                );
+                let exp = parse_experiment(&text, "t.toml", Path::new("."), Format::Toml).unwrap();
+                let r = run_experiment(&exp, &Progress::for_experiment(&exp), 0).unwrap();
+                let oracle = r.policies.iter().find(|p| p.kind == "oracle").unwrap();
+                for p in &r.policies {
+                    let s = &p.summary;
+                    let at = format!("{engine} {kv} {}", p.name);
+                    let total: f64 = p.windows.iter().map(|w| w.accesses).sum();
+                    assert!((total - 4e6).abs() < 1.0, "{at}: {total}");
+                    for w in &p.windows {
+                        assert!(close(w.served.iter().sum::<f64>(), w.accesses), "{at}");
+                    }
+                    assert!(s.app_ns >= s.all_fast_ns * (1.0 - 1e-9), "{at}");
+                    assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+                    assert!(s.app_ns >= oracle.summary.app_ns * (1.0 - 1e-9), "{at}");
+                    let m = &p.migration;
+                    assert_eq!(m.promoted_bytes + m.demoted_bytes, m.pages * 4096, "{at}");
+                }
+                // Skewed keys: the oracle gains over all-slow with a fast tier of 40 %.
+                assert!(oracle.summary.speedup_over_slow > 1.1, "{engine} {kv}");
+            }
+        }
+    }
+
+    #[test]
     fn pebs_policies_promote_the_hot_region() {
         for engine in ["exact", "stat"] {
             let r = run_with(engine, "pebs-hemem", r#", "hemem", "memtis""#);

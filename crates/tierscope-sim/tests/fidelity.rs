@@ -286,6 +286,43 @@ fn gaussian_and_zipf_1g_4k() {
 }
 
 #[test]
+fn scrambled_zipf_and_latest_1g_4k() {
+    use Level::*;
+    // Hot pages scattered over the region (the TLB by rate classes) and a zipf from the
+    // region's end; the same probes and tolerances as the zipf above.
+    let probes = [
+        pd(Pte, 1, 1, false),
+        p(Pte, 1, 5, false),
+        p(Pmd, 1, 1, false),
+        p(Pmd, 1, 5, true),
+    ];
+    let spec = with_density(DENSE_1G, "hot", Density::ScrambledZipf { exponent: 0.99 });
+    compare_spec(
+        "scrambled-zipf/1g",
+        &spec,
+        PageSize::Base4K,
+        &probes,
+        80,
+        0.03,
+        0.06,
+    );
+    let latest = Density::Latest {
+        exponent: 0.99,
+        newer_pages: 0,
+    };
+    let spec = with_density(DENSE_1G, "hot", latest);
+    compare_spec(
+        "latest/1g",
+        &spec,
+        PageSize::Base4K,
+        &probes,
+        80,
+        0.03,
+        0.06,
+    );
+}
+
+#[test]
 fn heap_1g_4k() {
     use Level::*;
     compare(

@@ -1,15 +1,25 @@
 //! Where a random pattern's accesses land: the densities (uniform, hotspot, gaussian,
-//! zipf) placed over a region, for sampling offsets (the exact engine) and for the mass of
-//! offset spans (the statistical engine).
+//! zipf, scrambled zipf, latest) placed over a region, for sampling offsets (the exact
+//! engine) and for the mass of offset spans (the statistical engine).
 
 use super::spec::{Density, PatternKind, PatternSpec, WorkloadSpec};
 use crate::rng::{mix64, Rng, GOLDEN};
+use std::sync::Arc;
 
 /// Bytes of the pages that hotspot and zipf densities pick.
 pub const DENSITY_PAGE: u64 = 4096;
 
 /// Pages of a zipf region whose partial sums are tabulated; beyond, Euler-Maclaurin.
 const ZIPF_HEAD: u64 = 1024;
+
+/// Ranks of a scrambled zipf whose pages keep their own weight (2^18 pages: the hottest
+/// GiB). The other ranks' total is spread evenly over the remaining pages, so the exact
+/// engine samples and the statistical engine integrates the same density with 16 bytes
+/// of memory per head page, masses of any span in O(log) and exact additivity. Beyond the
+/// head nothing tells pages apart: a policy can rank the hottest GiB page by page and the
+/// rest only as one flat tail (at exponent 0.99 the head carries 63 % of the accesses of
+/// a 1 TiB region, 74 % of a 64 GiB one).
+pub const SCRAMBLED_HEAD: u64 = 1 << 18;
 
 /// A random pattern's [`Density`] placed over its region: draws offsets (the exact engine)
 /// and gives the probability mass of offset spans (the statistical engine). Both engines
@@ -27,6 +37,9 @@ enum Model {
     Hotspot(Hotspot),
     Gaussian(Gaussian),
     Zipf(Zipf),
+    /// A zipf whose rank 0 is the region's last page (`Density::Latest`).
+    Latest(Zipf),
+    Scrambled(Scrambled),
 }
 
 impl RegionDensity {
@@ -42,7 +55,17 @@ impl RegionDensity {
                 mix64(size ^ mix64(region as u64)),
             )),
             Density::Gaussian { mean, sigma } => Model::Gaussian(Gaussian::new(mean, sigma, size)),
-            Density::Zipf { exponent } => Model::Zipf(Zipf::new(exponent, size)),
+            Density::Zipf { exponent } => Model::Zipf(Zipf::new(exponent, pages(size), 0)),
+            Density::Latest {
+                exponent,
+                newer_pages,
+            } => Model::Latest(Zipf::new(exponent, pages(size), newer_pages)),
+            // Salted apart from the hotspot's hash of the same region.
+            Density::ScrambledZipf { exponent } => Model::Scrambled(Scrambled::new(
+                exponent,
+                pages(size),
+                mix64(size ^ mix64(region as u64 ^ 0x7363_7261_6d62_6c65)),
+            )),
         };
         RegionDensity { size, model }
     }
@@ -78,6 +101,21 @@ impl RegionDensity {
         }
     }
 
+    /// Scrambled zipf densities: the pages of the hottest ranks, which keep their own
+    /// weights, and the flat tail's mass per page.
+    pub fn scattered(&self) -> Option<Scattered<'_>> {
+        match &self.model {
+            Model::Scrambled(z) => Some(Scattered { z }),
+            _ => None,
+        }
+    }
+
+    /// Whether the density is heaviest at the region's end (latest) rather than at its
+    /// start or spread out.
+    pub fn peaks_at_end(&self) -> bool {
+        matches!(self.model, Model::Latest(_))
+    }
+
     /// An offset in `[0, size)`, 8-byte aligned.
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u64 {
@@ -86,6 +124,8 @@ impl RegionDensity {
             Model::Hotspot(h) => self.in_page(h.hot_page(rng.below(h.hot)), rng),
             Model::Gaussian(g) => g.sample(rng).min(self.size - 1) & !7,
             Model::Zipf(z) => self.in_page(z.sample(rng), rng),
+            Model::Latest(z) => self.in_page(z.pages - 1 - z.sample(rng), rng),
+            Model::Scrambled(z) => self.in_page(z.sample(rng), rng),
         }
     }
 
@@ -110,6 +150,13 @@ impl RegionDensity {
             Model::Hotspot(h) => self.paged(lo, hi, |a, b| h.hot_in(a, b) as f64) / h.hot as f64,
             Model::Gaussian(g) => g.mass(lo, hi),
             Model::Zipf(z) => self.paged(lo, hi, |a, b| z.sum(a, b)) / z.total,
+            // Pages [a, b) from the start are ranks [pages - b, pages - a) from the end.
+            Model::Latest(z) => {
+                self.paged(lo, hi, |a, b| {
+                    z.sum(z.offset + z.pages - b, z.offset + z.pages - a)
+                }) / z.total
+            }
+            Model::Scrambled(z) => self.paged(lo, hi, |a, b| z.weight(a, b)) / z.zipf.total,
         }
     }
 
@@ -129,6 +176,196 @@ impl RegionDensity {
             return part(pa, lo, hi);
         }
         part(pa, lo, (pa + 1) * DENSITY_PAGE) + pages(pa + 1, pb) + part(pb, pb * DENSITY_PAGE, hi)
+    }
+}
+
+/// The zipf weight of ranks `offset + 1 ..= offset + pages`: `sum k^-exponent`, by the
+/// same sums the densities use (a latest pattern split over regions weighs its parts by
+/// it).
+pub fn zipf_weight(exponent: f64, offset: u64, pages: u64) -> f64 {
+    Zipf::new(exponent, pages, offset).total
+}
+
+fn pages(size: u64) -> u64 {
+    size.div_ceil(DENSITY_PAGE)
+}
+
+/// A bijection of `[0, n)` hashed from a salt: a four-round Feistel network over the
+/// smallest even number of bits covering `n`, cycle-walked back into `[0, n)` (the domain
+/// is below `4 n`, so under four rounds of walking on average). Balanced Feistel rounds
+/// are invertible whatever the round function, so this is a permutation of the domain, and
+/// walking a value's cycle until it re-enters `[0, n)` restricts it to one of `[0, n)`.
+#[derive(Debug, Clone)]
+struct Feistel {
+    n: u64,
+    half: u32,
+    mask: u64,
+    keys: [u64; 4],
+}
+
+impl Feistel {
+    fn new(n: u64, salt: u64) -> Self {
+        let bits = 64 - n.saturating_sub(1).leading_zeros();
+        let half = bits.div_ceil(2).max(1);
+        let keys = std::array::from_fn(|i| mix64(salt ^ (i as u64 + 1).wrapping_mul(GOLDEN)));
+        Feistel {
+            n,
+            half,
+            mask: (1 << half) - 1,
+            keys,
+        }
+    }
+
+    fn round_trip(&self, x: u64) -> u64 {
+        let (mut l, mut r) = (x >> self.half, x & self.mask);
+        for k in self.keys {
+            (l, r) = (r, l ^ (mix64(r ^ k) & self.mask));
+        }
+        (l << self.half) | r
+    }
+
+    /// The image of `x < n`.
+    fn apply(&self, x: u64) -> u64 {
+        let mut y = self.round_trip(x);
+        while y >= self.n {
+            y = self.round_trip(y);
+        }
+        y
+    }
+}
+
+/// A zipf over ranks whose pages come from a [`Feistel`] permutation of the region's
+/// pages; the [`SCRAMBLED_HEAD`] hottest ranks exact, the others flattened.
+#[derive(Debug, Clone)]
+struct Scrambled {
+    /// The rank distribution (ranks 1..=pages, page-free).
+    zipf: Zipf,
+    perm: Feistel,
+    /// Shared by clones: the caches' models keep a copy per cache level.
+    head: Arc<Head>,
+    /// Weight of each page outside the head.
+    tail: f64,
+}
+
+/// The head ranks' pages in page order, and their weights' running sums.
+#[derive(Debug)]
+struct Head {
+    pages: Vec<u64>,
+    /// `prefix[i]`: the weight of `pages[..i]`.
+    prefix: Vec<f64>,
+}
+
+impl Scrambled {
+    fn new(s: f64, pages: u64, salt: u64) -> Self {
+        let zipf = Zipf::new(s, pages, 0);
+        let perm = Feistel::new(pages, salt);
+        let h = SCRAMBLED_HEAD.min(pages);
+        let mut head: Vec<(u64, f64)> = (0..h)
+            .map(|r| (perm.apply(r), ((r + 1) as f64).powf(-s)))
+            .collect();
+        head.sort_unstable_by_key(|e| e.0);
+        let mut prefix = Vec::with_capacity(head.len() + 1);
+        prefix.push(0.0);
+        for e in &head {
+            prefix.push(prefix.last().expect("non-empty") + e.1);
+        }
+        let tail = if pages > h {
+            zipf.sum(h, pages) / (pages - h) as f64
+        } else {
+            0.0
+        };
+        Scrambled {
+            zipf,
+            perm,
+            head: Arc::new(Head {
+                pages: head.into_iter().map(|e| e.0).collect(),
+                prefix,
+            }),
+            tail,
+        }
+    }
+
+    /// Head pages below page `x`.
+    fn head_below(&self, x: u64) -> usize {
+        self.head.pages.partition_point(|&p| p < x)
+    }
+
+    /// The weight of pages `[a, b)`: head pages by their running sums, the others flat.
+    fn weight(&self, a: u64, b: u64) -> f64 {
+        let (i, j) = (self.head_below(a), self.head_below(b));
+        let tail_pages = (b - a) - (j - i) as u64;
+        self.head.prefix[j] - self.head.prefix[i] + tail_pages as f64 * self.tail
+    }
+
+    /// A page: a zipf rank; a head rank goes to its permuted page, a tail rank to a
+    /// uniformly chosen page outside the head (the flattened tail).
+    #[inline]
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        let r = self.zipf.sample(rng);
+        let h = self.head.pages.len() as u64;
+        if r < h {
+            return self.perm.apply(r);
+        }
+        // The i-th page outside the head: `pages[k] - k` counts the non-head pages below
+        // head page k, so i lands after the head pages whose count is at most i.
+        let i = rng.below(self.zipf.pages - h);
+        let pages = &self.head.pages;
+        let (mut lo, mut hi) = (0, pages.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pages[mid] - mid as u64 <= i {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        i + lo as u64
+    }
+}
+
+/// A scrambled zipf's head and tail, for the statistical engine's cache models.
+#[derive(Debug, Clone, Copy)]
+pub struct Scattered<'a> {
+    z: &'a Scrambled,
+}
+
+impl Scattered<'_> {
+    /// The head ranks' pages (from the region start), sorted.
+    pub fn head_pages(&self) -> &[u64] {
+        &self.z.head.pages
+    }
+
+    /// Mass of head page `pages()[i]` (as a whole page).
+    pub fn head_mass(&self, i: usize) -> f64 {
+        (self.z.head.prefix[i + 1] - self.z.head.prefix[i]) / self.z.zipf.total
+    }
+
+    /// Mass of each page outside the head.
+    pub fn tail_mass(&self) -> f64 {
+        self.z.tail / self.z.zipf.total
+    }
+
+    /// Pages outside the head.
+    pub fn tail_pages(&self) -> u64 {
+        self.z.zipf.pages - self.z.head.pages.len() as u64
+    }
+
+    /// The head ranks cut into at most `n` runs of ranks, geometrically growing, as
+    /// `(pages, mean mass per page)`: within a run the rates differ by a factor of at most
+    /// `head^(1 / n)`.
+    pub fn head_classes(&self, n: u64) -> Vec<(f64, f64)> {
+        let h = self.z.head.pages.len() as u64;
+        let ratio = (h as f64).powf(1.0 / n.max(1) as f64);
+        let mut out = vec![];
+        let (mut a, mut x) = (0u64, 1.0f64);
+        while a < h {
+            x *= ratio;
+            let b = (x.ceil() as u64).clamp(a + 1, h);
+            let w = self.z.zipf.sum(a, b) / self.z.zipf.total;
+            out.push(((b - a) as f64, w / (b - a) as f64));
+            a = b;
+        }
+        out
     }
 }
 
@@ -266,12 +503,14 @@ impl Gaussian {
     }
 }
 
-/// Pages ranked from the region start, page `k` with weight `(k + 1)^-s`.
+/// `pages` pages ranked `offset + 1 ..= offset + pages`, rank `k` with weight `k^-s`
+/// (`offset` is 0 but for a latest density, whose newest pages lie in other regions).
 #[derive(Debug, Clone)]
 struct Zipf {
     s: f64,
     pages: u64,
-    /// `head[k]`: the weight of pages `[0, k)`, for `k <= ZIPF_HEAD`.
+    offset: u64,
+    /// `head[k]`: the weight of ranks `1..=k`, for `k <= ZIPF_HEAD`.
     head: Vec<f64>,
     /// The weight of every page.
     total: f64,
@@ -301,24 +540,28 @@ fn helper2(x: f64) -> f64 {
 }
 
 impl Zipf {
-    fn new(s: f64, size: u64) -> Self {
-        let pages = size.div_ceil(DENSITY_PAGE);
-        let mut head = vec![0.0; ZIPF_HEAD.min(pages) as usize + 1];
+    fn new(s: f64, pages: u64, offset: u64) -> Self {
+        let last = offset + pages;
+        let mut head = vec![0.0; ZIPF_HEAD.min(last) as usize + 1];
         for k in 1..head.len() {
             head[k] = head[k - 1] + (k as f64).powf(-s);
         }
         let mut z = Zipf {
             s,
             pages,
+            offset,
             head,
             total: 0.0,
             h_x1: 0.0,
             h_n: 0.0,
             squeeze: 0.0,
         };
-        z.total = z.sum(0, pages);
-        z.h_x1 = z.h_integral(1.5) - 1.0;
-        z.h_n = z.h_integral(pages as f64 + 0.5);
+        z.total = z.sum(offset, last);
+        // The first rank `m` takes the whole interval [H(m + 1/2) - h(m), H(m + 1/2)],
+        // of length its weight (Apache's `hIntegralX1` for m = 1).
+        let m = (offset + 1) as f64;
+        z.h_x1 = z.h_integral(m + 0.5) - z.h(m);
+        z.h_n = z.h_integral(last as f64 + 0.5);
         z.squeeze = 2.0 - z.h_integral_inverse(z.h_integral(2.5) - z.h(2.0));
         z
     }
@@ -339,22 +582,24 @@ impl Zipf {
         (helper1(t) * x).exp()
     }
 
-    /// A page index: O(1) expected draws (the acceptance rate is above 90%).
+    /// A rank from the hottest, 0-based: O(1) expected draws (the acceptance rate is above
+    /// 90%). The squeeze holds for ranks from 2, and the first rank always accepts.
     #[inline]
     fn sample(&self, rng: &mut Rng) -> u64 {
-        let n = self.pages as f64;
+        let first = (self.offset + 1) as f64;
+        let last = (self.offset + self.pages) as f64;
         loop {
             let u = self.h_n + rng.unit() * (self.h_x1 - self.h_n);
             let x = self.h_integral_inverse(u);
-            let k = (x + 0.5).clamp(1.0, n) as u64;
+            let k = (x + 0.5).clamp(first, last) as u64;
             let kf = k as f64;
             if kf - x <= self.squeeze || u >= self.h_integral(kf + 0.5) - self.h(kf) {
-                return k - 1;
+                return k - 1 - self.offset;
             }
         }
     }
 
-    /// The weight of pages `[a, b)`: `sum_{k=a+1}^{b} k^-s`. Short runs directly, the
+    /// The weight of ranks `a + 1 ..= b`: `sum_{k=a+1}^{b} k^-s`. Short runs directly, the
     /// tabulated head by difference, the tail by Euler-Maclaurin to the third derivative
     /// (remainder below 1e-15 relative from rank 1024 on).
     fn sum(&self, a: u64, b: u64) -> f64 {
@@ -367,7 +612,7 @@ impl Zipf {
         } else if a >= ZIPF_HEAD {
             self.euler_maclaurin(a as f64, b as f64)
         } else {
-            let h = ZIPF_HEAD.min(self.pages);
+            let h = ZIPF_HEAD.min(self.offset + self.pages);
             self.head[h as usize] - self.head[a as usize] + self.euler_maclaurin(h as f64, b as f64)
         }
     }
@@ -515,6 +760,172 @@ mod tests {
             buckets.push(pages(1000, z.pages));
             check_histogram(&d, &buckets, 400_000, 0.003);
             assert!((d.mass(0, size) - 1.0).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn feistel_is_a_bijection_of_every_size() {
+        for n in [1u64, 2, 3, 5, 1000, 4096, 5001, 65_537] {
+            for salt in [0, 1, 0xdead_beef] {
+                let f = Feistel::new(n, salt);
+                let mut seen = vec![false; n as usize];
+                for x in 0..n {
+                    let y = f.apply(x);
+                    assert!(y < n && !seen[y as usize], "n {n}: {x} -> {y}");
+                    seen[y as usize] = true;
+                }
+            }
+        }
+        // Scattered: the first 64 ranks of a large region are not a run of pages.
+        let f = Feistel::new(1 << 20, 9);
+        let mut first: Vec<u64> = (0..64).map(|r| f.apply(r)).collect();
+        first.sort_unstable();
+        assert!(first[63] - first[0] > 1 << 18, "{first:?}");
+    }
+
+    /// Pearson's statistic of `n` draws over every page of `d` (all pages one bucket each,
+    /// pages of tiny mass pooled) against `mass`: below its mean plus six deviations.
+    fn chi_square_pages(d: &RegionDensity, n: u64) {
+        let pages = d.size.div_ceil(DENSITY_PAGE);
+        let mut counts = vec![0u64; pages as usize];
+        let mut rng = Rng::new(11);
+        for _ in 0..n {
+            let off = d.sample(&mut rng);
+            assert!(off < d.size && off.is_multiple_of(8));
+            counts[(off / DENSITY_PAGE) as usize] += 1;
+        }
+        let (mut stat, mut df) = (0.0, 0u64);
+        let (mut pool_c, mut pool_e) = (0.0, 0.0);
+        for (p, &c) in counts.iter().enumerate() {
+            let e = n as f64 * d.mass(p as u64 * DENSITY_PAGE, (p as u64 + 1) * DENSITY_PAGE);
+            if e < 5.0 {
+                (pool_c, pool_e) = (pool_c + c as f64, pool_e + e);
+                continue;
+            }
+            stat += (c as f64 - e).powi(2) / e;
+            df += 1;
+        }
+        if pool_e > 0.0 {
+            stat += (pool_c - pool_e).powi(2) / pool_e;
+        }
+        let df = df as f64;
+        assert!(stat < df + 6.0 * (2.0 * df).sqrt(), "chi2 {stat} on {df}");
+    }
+
+    #[test]
+    fn scrambled_zipf_samples_follow_its_masses() {
+        // All ranks exact (1000 pages), then a region past the head (a flat tail).
+        let small = RegionDensity::new(Density::ScrambledZipf { exponent: 0.99 }, 4_096_000, 2);
+        chi_square_pages(&small, 2_000_000);
+        assert!((small.mass(0, small.size) - 1.0).abs() < 1e-12);
+        let size = (SCRAMBLED_HEAD + 50_000) * DENSITY_PAGE - 100;
+        let d = RegionDensity::new(Density::ScrambledZipf { exponent: 0.99 }, size, 0);
+        let sc = d.scattered().unwrap();
+        assert_eq!(sc.head_pages().len() as u64, SCRAMBLED_HEAD);
+        assert_eq!(sc.tail_pages(), 50_000);
+        // The hottest page (rank 0) is where the permutation sends rank 0, not page 0.
+        let Model::Scrambled(z) = &d.model else {
+            unreachable!()
+        };
+        let top = z.perm.apply(0);
+        let m0 = d.mass(top * 4096, top * 4096 + 4096);
+        assert!((m0 * z.zipf.total - 1.0).abs() < 1e-9, "{m0}");
+        // Buckets: the ten hottest pages, then the head and the tail pages in chunks.
+        let mut buckets: Vec<(u64, u64)> = (0..10)
+            .map(|r| z.perm.apply(r) * 4096)
+            .map(|o| (o, o + 4096))
+            .collect();
+        buckets.extend((0..8).map(|i| (i * size / 8, (i + 1) * size / 8)));
+        check_histogram(&d, &buckets[..10], 400_000, 0.002);
+        check_histogram(&d, &buckets[10..], 400_000, 0.003);
+        // Tail pages all carry the flat mass; the coldest head rank more.
+        let tail_page = (0..)
+            .find(|p| sc.head_pages().binary_search(p).is_err())
+            .unwrap();
+        let m = d.mass(tail_page * 4096, tail_page * 4096 + 4096);
+        assert!((m / sc.tail_mass() - 1.0).abs() < 1e-12);
+        let h = sc.head_mass(sc.head_pages().len() - 1);
+        assert!(h > sc.tail_mass());
+        // Head classes account for every head rank and their mass.
+        let classes = sc.head_classes(256);
+        let (n, w) = classes
+            .iter()
+            .fold((0.0, 0.0), |(n, w), c| (n + c.0, w + c.0 * c.1));
+        assert_eq!(n, SCRAMBLED_HEAD as f64);
+        let head: f64 = (0..sc.head_pages().len()).map(|i| sc.head_mass(i)).sum();
+        assert!((w / head - 1.0).abs() < 1e-9, "{w} {head}");
+        assert!((head + sc.tail_mass() * 50_000.0 - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn scrambled_pages_depend_on_the_spec_only() {
+        let hot = |region: usize, size: u64| {
+            let d = RegionDensity::new(Density::ScrambledZipf { exponent: 0.99 }, size, region);
+            let Model::Scrambled(z) = &d.model else {
+                unreachable!()
+            };
+            (0..32).map(|r| z.perm.apply(r)).collect::<Vec<u64>>()
+        };
+        assert_eq!(hot(1, 1 << 30), hot(1, 1 << 30));
+        assert_ne!(hot(1, 1 << 30), hot(2, 1 << 30));
+        assert_ne!(hot(1, 1 << 30), hot(1, 1 << 31));
+    }
+
+    #[test]
+    fn latest_is_a_zipf_from_the_end_after_newer_pages() {
+        for (newer, size) in [(0u64, 4_000_000u64), (300, 4_000_000), (5000, 1 << 26)] {
+            let d = RegionDensity::new(
+                Density::Latest {
+                    exponent: 0.99,
+                    newer_pages: newer,
+                },
+                size,
+                0,
+            );
+            assert!(d.peaks_at_end());
+            chi_square_pages(&d, 1_000_000);
+            let pages = size.div_ceil(4096);
+            let last = (pages - 1) * 4096;
+            let first = d.mass(0, 4096) / d.mass(last, size);
+            // The first page's rank against the last page's rank (the last page may be
+            // partial: its mass is its whole weight).
+            let want = ((newer + pages) as f64 / (newer + 1) as f64).powf(-0.99);
+            assert!((first / want - 1.0).abs() < 1e-9, "{first} {want}");
+            let total = zipf_weight(0.99, newer, pages);
+            let direct: f64 = (newer + 1..=newer + pages)
+                .map(|k| (k as f64).powf(-0.99))
+                .sum();
+            assert!((total / direct - 1.0).abs() < 1e-12);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn masses_add_up_over_any_partition(
+            cuts in proptest::collection::vec(0u64..(3 << 30), 1..40),
+            kind in 0usize..3,
+        ) {
+            let size = 3u64 << 30;
+            let density = [
+                Density::ScrambledZipf { exponent: 0.99 },
+                Density::Latest { exponent: 0.99, newer_pages: 777 },
+                Density::Zipf { exponent: 0.99 },
+            ][kind];
+            let d = RegionDensity::new(density, size, 1);
+            let mut cuts = cuts;
+            cuts.push(0);
+            cuts.push(size);
+            cuts.sort_unstable();
+            let sum: f64 = cuts.windows(2).map(|w| d.mass(w[0], w[1])).sum();
+            proptest::prop_assert!((sum - 1.0).abs() < 1e-12, "{}", sum);
+            // Any span equals the sum of its two halves.
+            let (a, b) = (cuts[1], cuts[cuts.len() - 2]);
+            if a < b {
+                let mid = a + (b - a) / 3;
+                let whole = d.mass(a, b);
+                let parts = d.mass(a, mid) + d.mass(mid, b);
+                proptest::prop_assert!((whole - parts).abs() < 1e-14, "{} {}", whole, parts);
+            }
         }
     }
 }

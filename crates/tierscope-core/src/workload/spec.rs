@@ -31,6 +31,18 @@ pub enum Density {
     /// 4 KiB page `k` from the region start drawn with probability proportional to
     /// `1 / (k + 1)^exponent` (`kind = "zipf"`).
     Zipf { exponent: f64 },
+    /// YCSB's scrambled zipfian over 4 KiB pages: the zipf ranks are permuted over the
+    /// region's pages by a bijection hashed from the region, so the hot pages are
+    /// scattered (`kind = "scrambled-zipf"`). The [`SCRAMBLED_HEAD`] hottest ranks keep
+    /// their own weights; the rest share their total evenly (docs/EXPERIMENTS.md).
+    ///
+    /// [`SCRAMBLED_HEAD`]: super::density::SCRAMBLED_HEAD
+    ScrambledZipf { exponent: f64 },
+    /// YCSB's latest: a zipf anchored at the region's end, the last 4 KiB page of rank
+    /// `newer_pages` (pages of newer keys past the region, in regions of their own), each
+    /// page towards the start one rank colder: page `k` from the end drawn with
+    /// probability proportional to `1 / (newer_pages + k + 1)^exponent` (`kind = "latest"`).
+    Latest { exponent: f64, newer_pages: u64 },
 }
 
 /// Whether accesses load, store, or alternate.
@@ -53,8 +65,8 @@ pub struct RegionSpec {
 }
 
 /// One access pattern. In files it is one table whose `kind` names both the walk and the
-/// density (`random`/`uniform`, `hotspot`, `gaussian`, `zipf`, `sequential`), with the
-/// density's parameters beside it (`PatternFile` below).
+/// density (`random`/`uniform`, `hotspot`, `gaussian`, `zipf`, `scrambled-zipf`, `latest`,
+/// `sequential`), with the density's parameters beside it (`PatternFile` below).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PatternFile", into = "PatternFile")]
 pub struct PatternSpec {
@@ -79,6 +91,9 @@ enum KindName {
     Hotspot,
     Gaussian,
     Zipf,
+    #[serde(rename = "scrambled-zipf")]
+    ScrambledZipf,
+    Latest,
 }
 
 /// A pattern as written in experiment files. Which parameters a kind needs or forbids is
@@ -103,12 +118,16 @@ struct PatternFile {
     sigma: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     exponent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    newer_pages: Option<u64>,
 }
 
 /// Defaults of the optional density parameters (docs/EXPERIMENTS.md).
 pub const DEFAULT_GAUSSIAN_MEAN: f64 = 0.5;
 pub const DEFAULT_GAUSSIAN_SIGMA: f64 = 0.125;
 pub const DEFAULT_ZIPF_EXPONENT: f64 = 1.0;
+/// Largest `newer_pages` of a latest density (2^40 pages: 4 EiB).
+pub const MAX_NEWER_PAGES: u64 = 1 << 40;
 
 impl TryFrom<PatternFile> for PatternSpec {
     type Error = String;
@@ -120,17 +139,19 @@ impl TryFrom<PatternFile> for PatternSpec {
             ("mean", f.mean.is_some()),
             ("sigma", f.sigma.is_some()),
             ("exponent", f.exponent.is_some()),
+            ("newer_pages", f.newer_pages.is_some()),
         ];
         let allowed: &[&str] = match f.kind {
             KindName::Random | KindName::Sequential => &[],
             KindName::Hotspot => &["hot_fraction"],
             KindName::Gaussian => &["mean", "sigma"],
-            KindName::Zipf => &["exponent"],
+            KindName::Zipf | KindName::ScrambledZipf => &["exponent"],
+            KindName::Latest => &["exponent", "newer_pages"],
         };
         if let Some((name, _)) = given.iter().find(|(n, g)| *g && !allowed.contains(n)) {
             return Err(format!(
                 "{name}: not a parameter of kind = \"{kind_name}\" (hot_fraction is hotspot's, \
-                 mean and sigma gaussian's, exponent zipf's)"
+                 mean and sigma gaussian's, exponent the zipfs', newer_pages latest's)"
             ));
         }
         let (kind, density) = match f.kind {
@@ -157,6 +178,19 @@ impl TryFrom<PatternFile> for PatternSpec {
                     exponent: f.exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
                 },
             ),
+            KindName::ScrambledZipf => (
+                PatternKind::Random,
+                Density::ScrambledZipf {
+                    exponent: f.exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
+                },
+            ),
+            KindName::Latest => (
+                PatternKind::Random,
+                Density::Latest {
+                    exponent: f.exponent.unwrap_or(DEFAULT_ZIPF_EXPONENT),
+                    newer_pages: f.newer_pages.unwrap_or(0),
+                },
+            ),
         };
         Ok(PatternSpec {
             region: f.region,
@@ -181,6 +215,7 @@ impl From<PatternSpec> for PatternFile {
             mean: None,
             sigma: None,
             exponent: None,
+            newer_pages: None,
         };
         match (p.kind, p.density) {
             (PatternKind::Sequential, _) => f.kind = KindName::Sequential,
@@ -197,6 +232,20 @@ impl From<PatternSpec> for PatternFile {
                 f.kind = KindName::Zipf;
                 f.exponent = Some(exponent);
             }
+            (PatternKind::Random, Density::ScrambledZipf { exponent }) => {
+                f.kind = KindName::ScrambledZipf;
+                f.exponent = Some(exponent);
+            }
+            (
+                PatternKind::Random,
+                Density::Latest {
+                    exponent,
+                    newer_pages,
+                },
+            ) => {
+                f.kind = KindName::Latest;
+                (f.exponent, f.newer_pages) = (Some(exponent), Some(newer_pages));
+            }
         }
         f
     }
@@ -209,6 +258,8 @@ fn serde_name(k: KindName) -> &'static str {
         KindName::Hotspot => "hotspot",
         KindName::Gaussian => "gaussian",
         KindName::Zipf => "zipf",
+        KindName::ScrambledZipf => "scrambled-zipf",
+        KindName::Latest => "latest",
     }
 }
 
@@ -351,10 +402,19 @@ fn density_error(d: Density) -> Option<(&'static str, String)> {
             bad("mean", "[0, 1] (a fraction of the region size)", mean)
         }
         Density::Gaussian { .. } => None,
-        Density::Zipf { exponent } if !(exponent > 0.0 && exponent.is_finite()) => {
+        Density::Zipf { exponent }
+        | Density::ScrambledZipf { exponent }
+        | Density::Latest { exponent, .. }
+            if !(exponent > 0.0 && exponent.is_finite()) =>
+        {
             bad("exponent", "(0, inf)", exponent)
         }
-        Density::Zipf { .. } => None,
+        // Ranks stay far below 2^53, where f64 still counts them one by one.
+        Density::Latest { newer_pages, .. } if newer_pages > MAX_NEWER_PAGES => Some((
+            "newer_pages",
+            format!("must be at most {MAX_NEWER_PAGES}, got {newer_pages}"),
+        )),
+        Density::Zipf { .. } | Density::ScrambledZipf { .. } | Density::Latest { .. } => None,
     }
 }
 

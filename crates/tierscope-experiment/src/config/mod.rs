@@ -248,8 +248,10 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         (None, None, None) if generators == 1 => {
             if let Some(kv) = &w.kv {
                 kv.validate().map_err(|e| e.under("workload.kv"))?;
-                accesses_per_op = accesses_per_op.or(Some(kv.accesses_per_op()));
-                kv.to_spec()
+                let per_op = *accesses_per_op.get_or_insert(kv.accesses_per_op());
+                // Inserts per second fix how many keys a run adds (rate and threads are
+                // range-checked below; zero gives the one-key minimum per step).
+                kv.to_spec(w.rate.0 as f64 * f64::from(w.threads) / per_op)
             } else {
                 let g = w.gups.as_ref().expect("one generator");
                 g.validate().map_err(|e| e.under("workload.gups"))?;

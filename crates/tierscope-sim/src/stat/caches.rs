@@ -37,6 +37,15 @@
 //! (the TLB keeps the most popular pages, so the paging-structure caches see a flatter
 //! stream than modelled; and the L1 TLB keeps the hottest pages, whose hits the L2 then
 //! never sees: docs/FIDELITY.md shows where that matters).
+//!
+//! A scrambled zipf's TLB (keys are its pages) beyond [`EXACT_KEYS`] is `Scatter`: its hot
+//! pages are scattered over the region, so runs of consecutive keys would average them
+//! with the cold ones. Its pages fall into rate classes instead (the head ranks in
+//! [`SCATTER_CLASSES`] geometric runs of ranks, the flat tail one more), solved in one
+//! average set holding `1 / sets` of every class (hundreds of head pages per set make the
+//! per-set imbalance that `HotSets` follows for sparse hotspots small); each page then
+//! misses with `exp(-m T)` for its own mass `m`. Its paging-structure caches keep the
+//! runs.
 
 use crate::config::{CacheGeometry, TlbConfig};
 use crate::stream::MASIM_BATCH;
@@ -86,6 +95,94 @@ struct Shaped {
     batch_keys: f64,
     /// A hotspot's hot pages in a TLB, counted set by set.
     hot_sets: Option<HotSets>,
+    /// A scrambled zipf's TLB beyond [`EXACT_KEYS`] pages.
+    scatter: Option<Scatter>,
+}
+
+/// Rate classes a scrambled zipf's head ranks are cut into for its TLB.
+pub const SCATTER_CLASSES: u64 = 512;
+
+/// A scrambled zipf's TLB: one Che time for an average set over rate classes, each page
+/// missing by its own mass.
+#[derive(Debug, Clone)]
+struct Scatter {
+    /// Che's characteristic time, `None` when every referenced page fits.
+    t: Option<f64>,
+    /// `miss_prefix[i]`: sum over the head pages `[..i]` (in page order) of mass times
+    /// miss probability.
+    miss_prefix: Vec<f64>,
+    tail_mass: f64,
+    tail_miss: f64,
+    batch_keys: f64,
+}
+
+impl Scatter {
+    fn new(g: CacheGeometry, density: &RegionDensity) -> Option<Self> {
+        let sc = density.scattered()?;
+        let sets = (g.entries / g.ways) as f64;
+        let mut classes = sc.head_classes(SCATTER_CLASSES);
+        classes.push((sc.tail_pages() as f64, sc.tail_mass()));
+        let per_set: Vec<(f64, f64)> = classes.iter().map(|&(n, r)| (n / sets, r)).collect();
+        let t = che_time_rates(&per_set, g.ways as u64);
+        let miss = |m: f64| t.map_or(0.0, |t| (-m * t).exp());
+        let mut miss_prefix = Vec::with_capacity(sc.head_pages().len() + 1);
+        miss_prefix.push(0.0);
+        for i in 0..sc.head_pages().len() {
+            let m = sc.head_mass(i);
+            miss_prefix.push(miss_prefix[i] + m * miss(m));
+        }
+        let batch_keys = classes
+            .iter()
+            .map(|&(n, r)| -n * (-r * MASIM_BATCH as f64).exp_m1())
+            .sum();
+        Some(Scatter {
+            t,
+            miss_prefix,
+            tail_mass: sc.tail_mass(),
+            tail_miss: miss(sc.tail_mass()),
+            batch_keys,
+        })
+    }
+
+    /// Miss probability of the region's page `page` (of mass `m` as a whole page).
+    fn miss_page(&self, density: &RegionDensity, page: u64) -> f64 {
+        let Some(t) = self.t else { return 0.0 };
+        let m = density.mass(page * DENSITY_PAGE, (page + 1) * DENSITY_PAGE);
+        (-m * t).exp()
+    }
+
+    /// Access-weighted mean miss probability over the offsets `[lo, hi)` of the region:
+    /// page by page for short spans, else the head pages' running sums and the flat tail
+    /// (end pages counted whole).
+    fn miss_mean(&self, density: &RegionDensity, lo: u64, hi: u64) -> f64 {
+        let (pa, pb) = (lo / DENSITY_PAGE, (hi - 1) / DENSITY_PAGE + 1);
+        let (mut num, den);
+        if pb - pa <= 64 {
+            num = 0.0;
+            let mut d = 0.0;
+            for p in pa..pb {
+                let w = density.mass(lo.max(p * DENSITY_PAGE), hi.min((p + 1) * DENSITY_PAGE));
+                num += w * self.miss_page(density, p);
+                d += w;
+            }
+            den = d;
+        } else {
+            let sc = density.scattered().expect("a scrambled zipf");
+            let pages = sc.head_pages();
+            let (i, j) = (
+                pages.partition_point(|&p| p < pa),
+                pages.partition_point(|&p| p < pb),
+            );
+            let tail = ((pb - pa) - (j - i) as u64) as f64 * self.tail_mass;
+            num = self.miss_prefix[j] - self.miss_prefix[i] + tail * self.tail_miss;
+            den = density.mass(pa * DENSITY_PAGE, pb * DENSITY_PAGE);
+        }
+        if den > 0.0 {
+            num / den
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Most hot pages whose TLB sets are counted one by one.
@@ -239,8 +336,10 @@ impl Shaped {
                 .collect();
             let ratio = (n as f64).powf(1.0 / half as f64);
             let mut x = 1.0f64;
+            // Fine runs where the density concentrates: a latest density's end.
+            let at_end = density.peaks_at_end();
             while (x as u64) < n {
-                bounds.push(k0 + x as u64);
+                bounds.push(if at_end { k1 - x as u64 } else { k0 + x as u64 });
                 x *= ratio;
             }
             bounds.sort_unstable();
@@ -268,11 +367,19 @@ impl Shaped {
         for (j, w) in bounds.windows(2).enumerate() {
             miss_prefix[j + 1] = miss_prefix[j] + mass_of(key_range(w[0], w[1])) * miss[j];
         }
-        let batch_keys = accessed
-            .iter()
-            .zip(&rates)
-            .map(|(&a, &r)| -a * (-r * MASIM_BATCH as f64).exp_m1())
-            .sum();
+        let scatter = (1u64 << shift == DENSITY_PAGE && n > EXACT_KEYS)
+            .then(|| Scatter::new(g, density))
+            .flatten();
+        let batch_keys = scatter.as_ref().map_or_else(
+            || {
+                accessed
+                    .iter()
+                    .zip(&rates)
+                    .map(|(&a, &r)| -a * (-r * MASIM_BATCH as f64).exp_m1())
+                    .sum()
+            },
+            |s| s.batch_keys,
+        );
         Shaped {
             region,
             density: density.clone(),
@@ -283,6 +390,7 @@ impl Shaped {
             hot_sets: (1u64 << shift == DENSITY_PAGE)
                 .then(|| HotSets::new(region, g, density))
                 .flatten(),
+            scatter,
         }
     }
 
@@ -301,6 +409,8 @@ impl Shaped {
             0.0
         } else if let Some(h) = &self.hot_sets {
             h.miss_key(k)
+        } else if let Some(s) = &self.scatter {
+            s.miss_page(&self.density, k - self.region.start / DENSITY_PAGE)
         } else {
             self.miss[self.run_of(k)]
         }
@@ -314,6 +424,13 @@ impl Shaped {
         }
         if let Some(h) = &self.hot_sets {
             return h.miss_mean(
+                &self.density,
+                r.start - self.region.start,
+                r.end - self.region.start,
+            );
+        }
+        if let Some(s) = &self.scatter {
+            return s.miss_mean(
                 &self.density,
                 r.start - self.region.start,
                 r.end - self.region.start,
@@ -729,5 +846,42 @@ mod tests {
         assert!(mean > 0.35 && mean < 0.6, "{mean}");
         let head = t.miss_mean(AddrRange::new(base, base + (64 << 12)));
         assert!(head < 0.01, "{head}");
+    }
+
+    #[test]
+    fn scrambled_zipf_tlb_follows_each_pages_rate() {
+        let tlb = TlbConfig::default();
+        let base = 1u64 << 40;
+        let size = 4u64 << 30;
+        let r = AddrRange::new(base, base + size);
+        let d = RegionDensity::new(Density::ScrambledZipf { exponent: 0.99 }, size, 0);
+        let c = RegionCaches::new(r, &d, PageSize::Base4K, Paging::FourLevel, &tlb);
+        let t = c.levels[0].as_ref().unwrap();
+        let sc = d.scattered().unwrap();
+        // The hottest ranks' pages, scattered over the region, hit; tail pages miss.
+        let hottest = (0..sc.head_pages().len())
+            .max_by(|&a, &b| sc.head_mass(a).total_cmp(&sc.head_mass(b)))
+            .unwrap();
+        let page = sc.head_pages()[hottest];
+        assert!(t.miss_key((base >> 12) + page) < 1e-6);
+        let tail = (0..)
+            .find(|p| sc.head_pages().binary_search(p).is_err())
+            .unwrap();
+        assert!(t.miss_key((base >> 12) + tail) > 0.99);
+        // The same mean as the unscrambled zipf's over the whole region (the same ranks
+        // and one set's capacity), within the average-set models' difference.
+        let z = RegionDensity::new(Density::Zipf { exponent: 0.99 }, size, 0);
+        let cz = RegionCaches::new(r, &z, PageSize::Base4K, Paging::FourLevel, &tlb);
+        let (ms, mz) = (c.tlb_miss(r), cz.tlb_miss(r));
+        assert!((ms - mz).abs() < 0.05, "{ms} {mz}");
+        // A span's mean by page equals the running sums' mean.
+        let span = AddrRange::new(
+            base + page * 4096 - 40 * 4096,
+            base + page * 4096 + 24 * 4096,
+        );
+        let by_page = t.miss_mean(span);
+        let wide = t.miss_mean(AddrRange::new(span.start, span.end + 4096));
+        assert!((by_page - wide).abs() < 0.05, "{by_page} {wide}");
+        assert!(c.evict_mask() & 1 == 1);
     }
 }
