@@ -42,6 +42,10 @@ pub struct CostCounters {
     pub log_pages: u64,
     /// NUMA hint faults taken on the workload's cores (NUMA balancing's scan).
     pub hint_faults: u64,
+    /// Memory-controller telemetry states read (merged over controllers and channels).
+    pub nemo_state_reads: u64,
+    /// Memory-controller translation entries written (set or cleared).
+    pub nemo_translation_writes: u64,
 }
 
 impl CostCounters {
@@ -81,6 +85,8 @@ impl CostCounters {
         self.scan_sleeps += o.scan_sleeps;
         self.log_pages += o.log_pages;
         self.hint_faults += o.hint_faults;
+        self.nemo_state_reads += o.nemo_state_reads;
+        self.nemo_translation_writes += o.nemo_translation_writes;
     }
 }
 
@@ -127,6 +133,12 @@ pub struct CostModel {
     /// One NUMA hint fault on a workload core: fault entry and exit, the protection
     /// restored, the hot-page check (the promotion itself is the migration engine's).
     pub hint_fault: f64,
+    /// Reading one NEMO state from the controllers' telemetry region and merging its
+    /// copies: the region is read in 64 B lines of 8 states (~1,000 cycles per uncached
+    /// line over CXL, ~0.5 us), plus the merge.
+    pub nemo_state_read: f64,
+    /// Writing one NEMO translation entry (a posted MMIO store to each controller).
+    pub nemo_translation_write: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -150,6 +162,8 @@ impl Default for CostModel {
             scan_sleep: 5_000.0,
             log_page: 100.0,
             hint_fault: 3_000.0,
+            nemo_state_read: 150.0,
+            nemo_translation_write: 200.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -173,6 +187,8 @@ impl CostModel {
             + c.scan_sleeps as f64 * self.scan_sleep
             + c.log_pages as f64 * self.log_page
             + c.hint_faults as f64 * self.hint_fault
+            + c.nemo_state_reads as f64 * self.nemo_state_read
+            + c.nemo_translation_writes as f64 * self.nemo_translation_write
     }
 
     /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults)

@@ -6,6 +6,7 @@ pub mod addr;
 pub mod cost;
 pub mod error;
 pub mod machine;
+pub mod memtel;
 pub mod placement;
 pub mod rng;
 pub mod snapshot;

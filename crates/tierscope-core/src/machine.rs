@@ -2,12 +2,13 @@
 //! (the exact simulator, the statistical simulator, a KVM guest) implement it.
 //!
 //! Every engine has page-table bits, flushes, mappings, time and costs. Optional hardware
-//! (a PEBS-like PMU, a write log) is reached through capability accessors that return
-//! `Option`; what an engine offers is declared up front as [`Capabilities`], so an
+//! (a PEBS-like PMU, a write log, memory tiers, memory-controller telemetry) is reached
+//! through capability accessors that return `Option`; what an engine offers is declared up front as [`Capabilities`], so an
 //! experiment asking for hardware its engine lacks is rejected before it runs.
 
 use crate::addr::{AddrRange, Level, Mapping, Paging};
 use crate::cost::CostCounters;
+use crate::memtel::MemTelemetry;
 use crate::snapshot::{Intervals, Snapshot};
 use crate::tiers::Tiers;
 use crate::units::Nanos;
@@ -52,10 +53,17 @@ pub enum Capability {
     WriteLog,
     /// Memory tiers with a placement a policy can change ([`Tiers`]).
     Tiers,
+    /// Memory-controller telemetry with NEMO's driver API ([`MemTelemetry`]).
+    MemTelemetry,
 }
 
 impl Capability {
-    pub const ALL: [Capability; 3] = [Capability::Pmu, Capability::WriteLog, Capability::Tiers];
+    pub const ALL: [Capability; 4] = [
+        Capability::Pmu,
+        Capability::WriteLog,
+        Capability::Tiers,
+        Capability::MemTelemetry,
+    ];
 
     /// The name used in configs, errors and the Python API.
     pub const fn name(self) -> &'static str {
@@ -63,6 +71,7 @@ impl Capability {
             Capability::Pmu => "pmu",
             Capability::WriteLog => "write_log",
             Capability::Tiers => "tiers",
+            Capability::MemTelemetry => "mem_telemetry",
         }
     }
 
@@ -72,6 +81,7 @@ impl Capability {
             Capability::Pmu => "a PEBS-like PMU sampler",
             Capability::WriteLog => "a write log (PML / KVM dirty log)",
             Capability::Tiers => "memory tiers with a page placement",
+            Capability::MemTelemetry => "memory-controller telemetry (NEMO)",
         }
     }
 
@@ -207,6 +217,18 @@ pub trait Machine {
 
     /// The memory tiers, when the machine models them ([`Capability::Tiers`]).
     fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+        None
+    }
+
+    /// Memory-controller telemetry, when the machine has it ([`Capability::MemTelemetry`]).
+    fn mem_telemetry(&mut self) -> Option<&mut dyn MemTelemetry> {
+        None
+    }
+
+    /// The physical address backing `va`, as the kernel's page tables know it: what a
+    /// memory-controller telemetry's filter and keys see. `None` when `va` is unmapped or
+    /// the machine does not model physical memory.
+    fn phys_addr(&self, _va: u64) -> Option<u64> {
         None
     }
 

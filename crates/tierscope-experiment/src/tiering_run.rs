@@ -607,6 +607,26 @@ policies = ["telescope-rule", "oracle", "static"]
     }
 
     #[test]
+    fn hemem_on_nemo_counts_promotes_the_hot_region() {
+        // HeMem-NEMO (§5.1): the same policy fed by memory-controller counts scaled to
+        // PEBS samples, on both engines.
+        for engine in ["exact", "stat"] {
+            let r = run_with(engine, "nemo-hotset", r#", "hemem""#);
+            let oracle = r.policies.iter().find(|p| p.kind == "oracle").unwrap();
+            let p = r.policies.iter().find(|p| p.kind == "hemem").unwrap();
+            let at = format!("{engine} {}", p.name);
+            assert_eq!(p.monitor.as_deref(), Some("nemo-hotset"), "{at}");
+            let s = &p.summary;
+            assert!(s.app_ns <= s.all_slow_ns * (1.0 + 1e-9), "{at}");
+            assert!(s.app_ns >= oracle.summary.app_ns * (1.0 - 1e-9), "{at}");
+            let last = p.windows.last().unwrap();
+            assert!(last.served[0] / last.accesses > 0.9, "{at}: {last:?}");
+            // Reads and reprogramming are charged, and stay a small share of a core.
+            assert!(s.monitor_cpu_ns > 0.0, "{at}");
+        }
+    }
+
+    #[test]
     fn tpp_promotes_on_hint_faults_and_keeps_its_watermark() {
         for engine in ["exact", "stat"] {
             // Scan a GiB every half second, hot within 100 ms: the hot region is in the

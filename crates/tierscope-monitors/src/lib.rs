@@ -3,6 +3,7 @@
 //! [`registry`] is the one list of them (config enum, presets, requirements, building).
 
 pub mod damon;
+pub mod nemo;
 pub mod numa_hint;
 pub mod pebs;
 pub mod pml;

@@ -147,6 +147,7 @@ registry! {
     SplitHint(crate::split_hint::SplitHintConfig) = "split_hint",
     Scan(crate::scan::ScanConfig) = "scan",
     Pebs(crate::pebs::PebsConfig) = "pebs",
+    Nemo(crate::nemo::NemoConfig) = "nemo",
     Pml(crate::pml::PmlConfig) = "pml",
     /// NUMA balancing's hint faults in tiering mode (what TPP promotes with).
     NumaHint(crate::numa_hint::NumaHintConfig) = "numa_hint",

@@ -14,7 +14,8 @@ use crate::controller::Controller;
 use crate::interleave::Interleave;
 use crate::ops::width_mask;
 use crate::pipeline::{Request, TelemetrySpec};
-use std::fmt;
+use tierscope_core::memtel::translation_base;
+pub use tierscope_core::memtel::{DriverError, MemTelemetry, Notification, TelemetryId};
 use tierscope_core::FieldError;
 
 /// The machine's NEMO hardware.
@@ -40,66 +41,6 @@ impl NemoConfig {
         }
     }
 }
-
-/// A registered telemetry (the listings' `nemo_telemetry_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TelemetryId(usize);
-
-/// A telemetry's predicate held on a controller since the last drain. §3.2: the
-/// interrupt "tags the corresponding pipeline", not a state, and §3.1 calls alerts hints
-/// to re-check the telemetry across controllers; so it carries no state index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Notification {
-    pub telemetry: TelemetryId,
-    pub controller: usize,
-    /// Updates on which the predicate held since the last drain.
-    pub raises: u64,
-}
-
-/// A driver call the installed telemetry cannot honour.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DriverError {
-    UnknownTelemetry(TelemetryId),
-    /// The key has bits the primary mask never produces, so no request could match it.
-    KeyOutsideMask {
-        key: u64,
-        max: u64,
-    },
-    /// `region_idx x span + span` would pass the telemetry's states.
-    RegionOutOfStates {
-        region: u64,
-        regions: u64,
-    },
-    IndexOutOfStates {
-        index: u64,
-        states: u64,
-    },
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::UnknownTelemetry(t) => write!(f, "telemetry {} is not registered", t.0),
-            DriverError::KeyOutsideMask { key, max } => {
-                write!(
-                    f,
-                    "key {key:#x} is outside what the primary mask selects (0..={max:#x})"
-                )
-            }
-            DriverError::RegionOutOfStates { region, regions } => {
-                write!(
-                    f,
-                    "region index {region} is past the telemetry's {regions} regions"
-                )
-            }
-            DriverError::IndexOutOfStates { index, states } => {
-                write!(f, "state {index} is past the telemetry's {states} states")
-            }
-        }
-    }
-}
-
-impl std::error::Error for DriverError {}
 
 #[derive(Debug, Clone)]
 struct Installed {
@@ -131,10 +72,38 @@ impl Driver {
         }
     }
 
+    /// A memory request reaching the controllers: the hardware side, not a driver call.
+    /// It goes to the one controller and channel that serve its address, where every
+    /// pipeline sees it. No allocation.
+    #[inline]
+    pub fn access(&mut self, req: &Request) {
+        let route = self.interleave.route(req.addr);
+        self.controllers[route.controller].observe(req, route.channel);
+    }
+
+    /// Telemetries registered now: with none, the engine skips the driver entirely.
+    pub fn registered(&self) -> usize {
+        self.telemetries.iter().flatten().count()
+    }
+
+    /// SRAM in use on `controller`, in bytes.
+    pub fn sram_used(&self, controller: usize) -> u64 {
+        self.controllers[controller].used_bytes()
+    }
+
+    fn installed(&self, t: TelemetryId) -> Result<&Installed, DriverError> {
+        self.telemetries
+            .get(t.0)
+            .and_then(Option::as_ref)
+            .ok_or(DriverError::UnknownTelemetry(t))
+    }
+}
+
+impl MemTelemetry for Driver {
     /// Validates `spec` and programs the same pipeline on every controller (§3.2:
     /// "allocates available pipelines on each relevant MC"; with fine interleaving every
     /// controller is relevant). Nothing is installed if any controller lacks room.
-    pub fn register(&mut self, spec: &TelemetrySpec) -> Result<TelemetryId, FieldError> {
+    fn register(&mut self, spec: &TelemetrySpec) -> Result<TelemetryId, FieldError> {
         spec.validate()?;
         for (i, c) in self.controllers.iter().enumerate() {
             c.check(spec)
@@ -149,7 +118,7 @@ impl Driver {
     }
 
     /// Removes a telemetry from every controller, freeing its pipelines and SRAM.
-    pub fn unregister(&mut self, t: TelemetryId) -> Result<(), DriverError> {
+    fn unregister(&mut self, t: TelemetryId) -> Result<(), DriverError> {
         let gone = self.installed(t)?.clone();
         for c in &mut self.controllers {
             c.remove(gone.slot, &gone.spec);
@@ -163,41 +132,23 @@ impl Driver {
         Ok(())
     }
 
-    pub fn spec(&self, t: TelemetryId) -> Result<&TelemetrySpec, DriverError> {
+    fn spec(&self, t: TelemetryId) -> Result<&TelemetrySpec, DriverError> {
         Ok(&self.installed(t)?.spec)
-    }
-
-    /// Distinct region indices the telemetry's states hold: `S / span`.
-    pub fn regions(&self, t: TelemetryId) -> Result<u64, DriverError> {
-        let spec = &self.installed(t)?.spec;
-        Ok(spec.states as u64 / spec.span())
     }
 
     /// Maps primary key `key` to region `region_idx`, whose states are
     /// `region_idx x span .. + span` (§3.3: "the driver picks base indices so different
     /// hugepages' 512-counter ranges do not overlap"), on every controller. Several keys
     /// may share a region (many-to-one, §5.3).
-    pub fn set_translation(
+    fn set_translation(
         &mut self,
         t: TelemetryId,
         key: u64,
         region_idx: u64,
     ) -> Result<(), DriverError> {
         let installed = self.installed(t)?;
-        let spec = installed.spec;
         let slot = installed.slot;
-        let max = spec.translation.primary.max();
-        if key > max {
-            return Err(DriverError::KeyOutsideMask { key, max });
-        }
-        let regions = spec.states as u64 / spec.span();
-        if region_idx >= regions {
-            return Err(DriverError::RegionOutOfStates {
-                region: region_idx,
-                regions,
-            });
-        }
-        let base = (region_idx * spec.span()) as u32;
+        let base = translation_base(&installed.spec, key, region_idx)? as u32;
         for c in &mut self.controllers {
             c.pipeline_mut(slot).set_entry(key, Some(base));
         }
@@ -205,7 +156,7 @@ impl Driver {
     }
 
     /// Empties the translation entry of `key`: its requests are dropped again.
-    pub fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
+    fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
         let installed = self.installed(t)?;
         let max = installed.spec.translation.primary.max();
         if key > max {
@@ -218,19 +169,10 @@ impl Driver {
         Ok(())
     }
 
-    /// A memory request reaching the controllers: the hardware side, not a driver call.
-    /// It goes to the one controller and channel that serve its address, where every
-    /// pipeline sees it. No allocation.
-    #[inline]
-    pub fn access(&mut self, req: &Request) {
-        let route = self.interleave.route(req.addr);
-        self.controllers[route.controller].observe(req, route.channel);
-    }
-
     /// Reads state `index` from every controller and channel, applying the read side
     /// effect to each copy (it runs per controller, as the hardware runs it after each
     /// load from its telemetry region), and returns the merged value.
-    pub fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
+    fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
         let installed = self.installed(t)?;
         let spec = installed.spec;
         let slot = installed.slot;
@@ -255,32 +197,9 @@ impl Driver {
         ))
     }
 
-    /// Reads the `span` states of region `region_idx` into `out` (cleared first).
-    pub fn read_region(
-        &mut self,
-        t: TelemetryId,
-        region_idx: u64,
-        out: &mut Vec<u64>,
-    ) -> Result<(), DriverError> {
-        let spec = self.installed(t)?.spec;
-        let regions = spec.states as u64 / spec.span();
-        if region_idx >= regions {
-            return Err(DriverError::RegionOutOfStates {
-                region: region_idx,
-                regions,
-            });
-        }
-        out.clear();
-        let base = region_idx * spec.span();
-        for i in base..base + spec.span() {
-            out.push(self.read(t, i)?);
-        }
-        Ok(())
-    }
-
     /// Appends the notifications pending since the last drain, by telemetry then
     /// controller, and clears them.
-    pub fn drain_notifications(&mut self, out: &mut Vec<Notification>) {
+    fn drain_notifications(&mut self, out: &mut Vec<Notification>) {
         for (id, installed) in self.telemetries.iter().enumerate() {
             let Some(installed) = installed else { continue };
             for (controller, c) in self.controllers.iter_mut().enumerate() {
@@ -294,18 +213,6 @@ impl Driver {
                 }
             }
         }
-    }
-
-    /// SRAM in use on `controller`, in bytes.
-    pub fn sram_used(&self, controller: usize) -> u64 {
-        self.controllers[controller].used_bytes()
-    }
-
-    fn installed(&self, t: TelemetryId) -> Result<&Installed, DriverError> {
-        self.telemetries
-            .get(t.0)
-            .and_then(Option::as_ref)
-            .ok_or(DriverError::UnknownTelemetry(t))
     }
 }
 

@@ -11,11 +11,13 @@ pub mod controller;
 pub mod driver;
 pub mod interleave;
 pub mod multiplex;
-pub mod ops;
 pub mod pipeline;
 pub mod sram;
 
-pub use driver::{Driver, DriverError, NemoConfig, Notification, TelemetryId};
+/// Table 1's operators, shared with the machines' capability (`tierscope_core::memtel`).
+pub use tierscope_core::memtel::ops;
+
+pub use driver::{Driver, DriverError, MemTelemetry, NemoConfig, Notification, TelemetryId};
 pub use interleave::{Interleave, Route};
 pub use multiplex::{sweep_time, sweep_time_sram, Multiplexer};
 pub use ops::{Operand, Overflow, Predicate, ReadEffect, UpdateOp};

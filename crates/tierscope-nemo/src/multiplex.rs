@@ -8,7 +8,7 @@
 //! round-robin, as MEMTIS-NEMO's `reprogram()` does every 500 ms. The read side effect
 //! should be a reset so each scan sees only its own period (Listing 1 resets to 0).
 
-use crate::driver::{Driver, DriverError, TelemetryId};
+use crate::driver::{DriverError, MemTelemetry, TelemetryId};
 
 /// §6.1: the time to visit every region of an `m`-byte range once when `p` pipelines of
 /// `s` states each track `g` bytes per state, reprogrammed every `tau`:
@@ -43,7 +43,7 @@ impl Multiplexer {
     /// Rotates `keys` through `telemetries` (one shape, all registered on `driver`) and
     /// programs the first batch.
     pub fn new(
-        driver: &mut Driver,
+        driver: &mut dyn MemTelemetry,
         telemetries: Vec<TelemetryId>,
         keys: Vec<u64>,
     ) -> Result<Self, DriverError> {
@@ -89,7 +89,7 @@ impl Multiplexer {
     /// states, then programs the next batch.
     pub fn scan(
         &mut self,
-        driver: &mut Driver,
+        driver: &mut dyn MemTelemetry,
         mut visit: impl FnMut(u64, &[u64]),
     ) -> Result<(), DriverError> {
         for (i, &key) in self.programmed.iter().enumerate() {
@@ -102,7 +102,7 @@ impl Multiplexer {
         self.program_next(driver)
     }
 
-    fn program_next(&mut self, driver: &mut Driver) -> Result<(), DriverError> {
+    fn program_next(&mut self, driver: &mut dyn MemTelemetry) -> Result<(), DriverError> {
         for (i, &key) in self.programmed.iter().enumerate() {
             driver.clear_translation(self.telemetries[i / self.per_telemetry], key)?;
         }
@@ -124,7 +124,7 @@ impl Multiplexer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::NemoConfig;
+    use crate::driver::{Driver, NemoConfig};
     use crate::pipeline::tests::hotness;
     use crate::pipeline::{MaskShift, Request};
 

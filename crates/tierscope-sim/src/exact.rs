@@ -9,18 +9,35 @@ use crate::stream::AccessStream;
 use crate::tiers::TierState;
 use crate::truth::TruthRecorder;
 use crate::WorkloadParams;
+use tierscope_core::memtel::MemTelemetry;
 use tierscope_core::rng::Rng;
 use tierscope_core::tiers::TierSetup;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
     Nanos, Paging, Pmu, PmuEvent, PmuSample, Tiers,
 };
+use tierscope_nemo::{Driver, NemoConfig, Request};
 
 /// Accesses one thread issues before the next thread takes its turn.
 const INTERLEAVE: u64 = 1024;
 
 /// How many accesses ahead the single-threaded loop prefetches page-table bits.
 const PREFETCH_DISTANCE: usize = 16;
+
+/// Bytes of one memory request: every access is one cache line reaching memory (no LLC
+/// filter yet, as the engine's truth and tier traffic count every access).
+const LINE_BYTES: u32 = 64;
+
+/// The memory-controller request of an access to `va`: physical addresses are the heap's
+/// virtual addresses minus its (2 MiB-aligned) start (`phys_addr`).
+#[inline(always)]
+fn request(heap_start: u64, va: u64, write: bool) -> Request {
+    Request {
+        addr: va - heap_start,
+        write,
+        bytes: LINE_BYTES,
+    }
+}
 
 /// A PEBS counter: counts qualifying events down from the period; at zero it records.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +79,9 @@ pub struct ExactEngine {
     streams: Vec<AccessStream>,
     truth: TruthRecorder,
     tiers: Option<TierState>,
+    /// NEMO on the memory controllers (the prototype's shape); every access goes through
+    /// it while a telemetry is registered, and none pays for it otherwise.
+    nemo: Driver,
     now: Nanos,
     cost: CostCounters,
 }
@@ -99,6 +119,7 @@ impl ExactEngine {
             streams,
             truth,
             tiers: None,
+            nemo: Driver::new(NemoConfig::prototype()),
             now: 0,
             cost: CostCounters::default(),
         })
@@ -114,6 +135,8 @@ impl ExactEngine {
     /// otherwise bound by cache misses). Order and results are unchanged.
     fn advance_single(&mut self, target: u64) {
         let (mmu, truth, mut tiers) = (&mut self.mmu, &mut self.truth, self.tiers.as_mut());
+        let heap_start = self.layout.heap.start;
+        let mut nemo = (self.nemo.registered() > 0).then_some(&mut self.nemo);
         let mut ring = [(0u64, false); PREFETCH_DISTANCE];
         let mut filled = 0usize;
         let mut head = 0usize;
@@ -124,6 +147,9 @@ impl ExactEngine {
                 truth.record(old_va);
                 if let Some(t) = tiers.as_deref_mut() {
                     t.record(old_va, old_w);
+                }
+                if let Some(d) = nemo.as_deref_mut() {
+                    d.access(&request(heap_start, old_va, old_w));
                 }
             } else {
                 filled += 1;
@@ -139,6 +165,9 @@ impl ExactEngine {
             if let Some(t) = tiers.as_deref_mut() {
                 t.record(va, w);
             }
+            if let Some(d) = nemo.as_deref_mut() {
+                d.access(&request(heap_start, va, w));
+            }
         }
     }
 
@@ -147,6 +176,8 @@ impl ExactEngine {
     fn advance_threads(&mut self, target: u64, mut pmu: Option<&mut [Counter]>) {
         let (mmu, truth, samples) = (&mut self.mmu, &mut self.truth, &mut self.pmu.samples);
         let mut tiers = self.tiers.as_mut();
+        let heap_start = self.layout.heap.start;
+        let mut nemo = (self.nemo.registered() > 0).then_some(&mut self.nemo);
         let rate = self.streams[0].rate();
         while self.streams[0].issued() < target {
             let step = (self.streams[0].issued() + INTERLEAVE).min(target);
@@ -158,6 +189,9 @@ impl ExactEngine {
                     truth.record(va);
                     if let Some(t) = tiers.as_deref_mut() {
                         t.record(va, w);
+                    }
+                    if let Some(d) = nemo.as_deref_mut() {
+                        d.access(&request(heap_start, va, w));
                     }
                     if let Some(c) = counter.as_deref_mut() {
                         let counts = match c.event {
@@ -268,6 +302,15 @@ impl Machine for ExactEngine {
 
     fn tiers(&mut self) -> Option<&mut dyn Tiers> {
         self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
+    }
+
+    fn mem_telemetry(&mut self) -> Option<&mut dyn MemTelemetry> {
+        Some(&mut self.nemo)
+    }
+
+    fn phys_addr(&self, va: u64) -> Option<u64> {
+        let heap = self.layout.heap;
+        heap.contains(va).then(|| va - heap.start)
     }
 
     fn cost(&self) -> &CostCounters {

@@ -5,10 +5,59 @@
 //! ([`TierState::account_segments`]), with no per-access work.
 
 use crate::layout::Layout;
-use crate::stat::density::{Schedule, Workload};
+use crate::stat::density::{Pattern, Schedule, Segment, Workload};
 use tierscope_core::tiers::{TierSetup, TierSpec, TierTraffic, Tiers, MAX_TIERS};
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, Placement};
+
+/// The bytes a sequential pattern's accesses `[x, y)` of segment `seg` sweep: `laps`
+/// whole passes over its region, then `first` and, past the region's end, `wrapped`.
+/// Shared by the tiers' traffic and the statistical NEMO (`stat::nemo`).
+#[derive(Debug, Clone, Copy)]
+pub struct Sweep {
+    pub laps: u64,
+    pub first: AddrRange,
+    pub wrapped: AddrRange,
+}
+
+impl Sweep {
+    pub fn of(p: &Pattern, seg: &Segment, x: u64, y: u64) -> Sweep {
+        let size = p.region.len();
+        let start =
+            (seg.offset as u128 + (x - seg.first) as u128 * p.stride as u128) % size as u128;
+        let swept = (y - x) as u128 * p.stride.max(1) as u128;
+        let laps = (swept / size as u128) as u64;
+        let rem = (swept % size as u128) as u64;
+        let o = start as u64;
+        let (first, wrapped) = if o + rem <= size {
+            let r = AddrRange::new(p.region.start + o, p.region.start + o + rem);
+            (r, AddrRange::new(r.end, r.end))
+        } else {
+            (
+                AddrRange::new(p.region.start + o, p.region.end),
+                AddrRange::new(p.region.start, p.region.start + o + rem - size),
+            )
+        };
+        Sweep {
+            laps,
+            first,
+            wrapped,
+        }
+    }
+
+    /// Bytes swept in `r` (a lap counts every byte of the region once).
+    pub fn bytes_in(&self, region: AddrRange, r: AddrRange) -> f64 {
+        let overlap = |a: AddrRange| a.end.min(r.end).saturating_sub(a.start.max(r.start));
+        (self.laps as f64) * overlap(region) as f64
+            + overlap(self.first) as f64
+            + overlap(self.wrapped) as f64
+    }
+
+    /// Bytes swept in all.
+    pub fn bytes(&self, region: AddrRange) -> f64 {
+        self.bytes_in(region, region)
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct TierState {
@@ -85,27 +134,12 @@ impl TierState {
             let mut share = [0.0f64; MAX_TIERS];
             if p.kind == PatternKind::Sequential {
                 bytes.iter_mut().for_each(|b| *b = 0.0);
-                let size = p.region.len();
-                let start = (seg.offset as u128 + (x - seg.first) as u128 * p.stride as u128)
-                    % size as u128;
-                let swept = (y - x) as u128 * p.stride.max(1) as u128;
-                let laps = swept / size as u128;
-                let rem = (swept % size as u128) as u64;
-                if laps > 0 {
+                let sweep = Sweep::of(p, &seg, x, y);
+                if sweep.laps > 0 {
                     self.bytes_by_tier(&[p.region], &mut bytes);
-                    bytes.iter_mut().for_each(|b| *b *= laps as f64);
+                    bytes.iter_mut().for_each(|b| *b *= sweep.laps as f64);
                 }
-                let o = start as u64;
-                let (first, wrapped) = if o + rem <= size {
-                    let r = AddrRange::new(p.region.start + o, p.region.start + o + rem);
-                    (r, AddrRange::new(r.end, r.end))
-                } else {
-                    (
-                        AddrRange::new(p.region.start + o, p.region.end),
-                        AddrRange::new(p.region.start, p.region.start + o + rem - size),
-                    )
-                };
-                self.bytes_by_tier(&[first, wrapped], &mut bytes);
+                self.bytes_by_tier(&[sweep.first, sweep.wrapped], &mut bytes);
                 let total: f64 = bytes.iter().sum();
                 for (s, b) in share.iter_mut().zip(&bytes) {
                     *s = b / total.max(1.0);

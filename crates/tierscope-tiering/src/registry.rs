@@ -21,7 +21,8 @@ pub enum Feed {
     /// The snapshots of a monitor of accesses (every monitor except write logs): the
     /// policy runs once per such monitor, a grid.
     Accesses,
-    /// The per-page sample counts of a `pebs` monitor: runs once per such monitor.
+    /// The per-page sample counts of a `pebs` monitor, or a `nemo` monitor's per-page
+    /// counts scaled to PEBS samples (HeMem-NEMO): runs once per such monitor.
     PebsSamples,
     /// The hint faults of a `numa_hint` monitor: runs once per such monitor.
     HintFaults,

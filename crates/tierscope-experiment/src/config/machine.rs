@@ -52,7 +52,7 @@ impl EngineKind {
     pub const fn capabilities(self) -> Capabilities {
         match self {
             EngineKind::Exact | EngineKind::Stat => {
-                Capabilities::of(&[Capability::Pmu, Capability::Tiers])
+                Capabilities::of(&[Capability::Pmu, Capability::Tiers, Capability::MemTelemetry])
             }
             EngineKind::Kvm => Capabilities::of(&[Capability::WriteLog]),
         }

@@ -464,7 +464,7 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"hemem\", monitors = [\"damon-mod\"]")],
             "monitors = [\"damon-mod\"]",
             "tiering.policies[2].monitors",
-            "needs PEBS samples, and `damon-mod` is a damon monitor",
+            "needs PEBS samples or NEMO counts, and `damon-mod` is a damon monitor",
         ),
         (
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"tpp\", monitors = [\"damon-mod\"]")],

@@ -269,9 +269,10 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
                 config.kind(),
                 m.name
             )),
-            Feed::PebsSamples if m.config.kind() != "pebs" => Err(format!(
-                "`{}` needs PEBS samples, and `{}` is a {} monitor (use a pebs monitor, e.g. \
-                 preset = \"pebs-{}\")",
+            // A nemo monitor's counts, scaled to PEBS samples (HeMem-NEMO), stand in.
+            Feed::PebsSamples if !matches!(m.config.kind(), "pebs" | "nemo") => Err(format!(
+                "`{}` needs PEBS samples or NEMO counts, and `{}` is a {} monitor (use a pebs \
+                 monitor, e.g. preset = \"pebs-{}\", or preset = \"nemo-hotset\")",
                 config.kind(),
                 m.name,
                 m.config.kind(),
@@ -315,7 +316,7 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
     };
     if matches!(feed, Feed::Accesses | Feed::PebsSamples | Feed::HintFaults) && feeds.is_empty() {
         let what = match feed {
-            Feed::PebsSamples => "a pebs monitor",
+            Feed::PebsSamples => "a pebs or nemo monitor",
             Feed::HintFaults => "a numa_hint monitor (preset = \"numa-hint\")",
             _ => "a monitor of accesses",
         };

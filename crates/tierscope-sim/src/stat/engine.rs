@@ -9,6 +9,7 @@
 use super::caches::RegionCaches;
 use super::density::{Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
+use super::nemo::StatNemo;
 use super::pmu::Pmu;
 use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
 use crate::config::SimMachine;
@@ -16,6 +17,7 @@ use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
 use crate::WorkloadParams;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::memtel::MemTelemetry;
 use tierscope_core::rng::{mix64, Rng};
 use tierscope_core::tiers::{TierSetup, Tiers};
 use tierscope_core::{
@@ -47,6 +49,7 @@ pub struct StatEngine {
     tiers: Option<TierState>,
     /// Accesses of each thread already counted in the tiers' traffic.
     tiers_done: u64,
+    nemo: StatNemo,
     /// 2 MiB blocks (address >> 21) of huge-page mappings split into base pages. The
     /// cache models keep the mapping's page size (they are per pattern): a split changes
     /// which entries exist and hold the bits, not the modelled TLB miss rates.
@@ -98,6 +101,7 @@ impl StatEngine {
             stats_done: 0,
             tiers: None,
             tiers_done: 0,
+            nemo: StatNemo::default(),
             split: FastSet::default(),
         })
     }
@@ -381,6 +385,16 @@ impl Machine for StatEngine {
         self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
     }
 
+    fn mem_telemetry(&mut self) -> Option<&mut dyn MemTelemetry> {
+        Some(&mut self.nemo)
+    }
+
+    /// As on the exact engine: the heap's virtual address minus its start.
+    fn phys_addr(&self, va: u64) -> Option<u64> {
+        let heap = self.layout.heap;
+        heap.contains(va).then(|| va - heap.start)
+    }
+
     fn cost(&self) -> &CostCounters {
         &self.cost
     }
@@ -405,6 +419,14 @@ impl Engine for StatEngine {
             tiers.account_segments(&self.workload, &self.schedules, self.tiers_done, target);
             self.tiers_done = target;
         }
+        let done = self.workload.count_at(self.now);
+        self.nemo.account_segments(
+            &self.workload,
+            &self.schedules,
+            done,
+            target,
+            self.layout.heap,
+        );
         self.now = t;
     }
 

@@ -10,12 +10,14 @@
 //! - [`entries`]: the sparse store of cleared entries;
 //! - [`truth`]: the ground truth from expected access counts;
 //! - [`pmu`]: PEBS-like samples;
+//! - [`nemo`]: memory-controller telemetry's expected counts;
 //! - [`engine`]: the `Machine` and `Engine` implementation.
 
 pub mod caches;
 pub mod density;
 pub mod engine;
 pub mod entries;
+pub mod nemo;
 pub mod pmu;
 pub mod truth;
 pub mod walks;

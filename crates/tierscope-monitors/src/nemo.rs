@@ -1,0 +1,370 @@
+//! Hot-set telemetry on the memory controllers (NEMO paper §5.1, HeMem-NEMO, Listing 2):
+//! one add-1 counter per 2 MiB page of the heap, reset on read, read every window. When
+//! the heap has more 2 MiB pages than the telemetries have states, the translation
+//! entries are time-multiplexed (tierscope-nemo's `Multiplexer`): each window reads the
+//! pages programmed during it and programs the next batch, round-robin, so a sweep of the
+//! heap takes `ceil(pages / (pipelines x states))` windows (§6.1's formula, rounded up).
+//!
+//! Each snapshot reports every tracked page with the count read this window divided by
+//! `pebs_period` (HeMem-NEMO "scale[s] NEMO access counts by the PEBS sampling rate" so
+//! that HeMem's thresholds, in samples, keep their meaning; `pebs_period = 1` reports raw
+//! counts). The remainder of the division carries to the page's next read, as a PEBS
+//! counter carries its count across windows: a page with fewer than `pebs_period`
+//! accesses per window still reports one "sample" every `pebs_period` accesses. A page not
+//! read this window reports 0 (the PEBS-fed policies add snapshots up, so a count is
+//! reported once), with `age` = windows since it was last read.
+//! Keys are the pages' physical addresses (`Machine::phys_addr`) over 2 MiB; a page whose
+//! key passes the translation table (more than `entries x 2 MiB` of physical memory)
+//! cannot be tracked and is reported cold.
+
+use crate::registry::{BuildContext, Preset, Technique};
+use serde::{Deserialize, Serialize};
+use tierscope_core::memtel::{
+    Filter, Kinds, MaskShift, Operand, Overflow, ReadEffect, TelemetrySpec, Translation, Update,
+    UpdateOp,
+};
+use tierscope_core::units::{Duration, NS_PER_MS};
+use tierscope_core::{
+    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
+    RegionReport, Snapshot,
+};
+use tierscope_nemo::Multiplexer;
+
+const HUGE: u64 = 2 << 20;
+
+/// Per-2 MiB-page access counters on the memory controllers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NemoConfig {
+    /// The read (and reprogramming) period: one snapshot each.
+    pub aggr: Duration,
+    /// Pipelines (telemetries) the counters take; the prototype has 8 (§4).
+    pub pipelines: u32,
+    /// Translation entries per pipeline (a power of two: the key is address bits
+    /// 21..21+log2(entries)); 8192 covers 16 GiB of physical memory (§4).
+    pub entries: u32,
+    /// States (counters) per pipeline: pages tracked at once per pipeline (§4: 8192).
+    pub states: u32,
+    /// Counts are divided by this before they are reported (HeMem-NEMO's scaling to
+    /// PEBS samples); 1 reports raw counts.
+    pub pebs_period: u64,
+}
+
+impl Default for NemoConfig {
+    fn default() -> Self {
+        NemoConfig {
+            aggr: Duration(10 * NS_PER_MS),
+            pipelines: 1,
+            entries: 8192,
+            states: 8192,
+            pebs_period: 5003,
+        }
+    }
+}
+
+impl Technique for NemoConfig {
+    fn presets() -> Vec<Preset<Self>> {
+        vec![Preset {
+            name: "nemo-hotset",
+            help: "NEMO per-2 MiB-page counters read every 10 ms, scaled to PEBS period 5003 \
+                   (HeMem-NEMO)",
+            config: NemoConfig::default(),
+        }]
+    }
+
+    fn requires(&self) -> Capabilities {
+        Capabilities::of(&[Capability::MemTelemetry])
+    }
+
+    fn flushes(&self) -> bool {
+        false
+    }
+
+    fn validate(&self) -> Result<(), FieldError> {
+        if self.aggr.0 == 0 {
+            return Err(FieldError::new("aggr", "must be positive"));
+        }
+        if !(1..=8).contains(&self.pipelines) {
+            return Err(FieldError::new(
+                "pipelines",
+                format!(
+                    "must be 1 to 8 (the prototype's pipelines), got {}",
+                    self.pipelines
+                ),
+            ));
+        }
+        if !self.entries.is_power_of_two() || self.entries > 1 << 20 {
+            return Err(FieldError::new(
+                "entries",
+                format!("must be a power of two up to 2^20, got {}", self.entries),
+            ));
+        }
+        if self.states == 0 {
+            return Err(FieldError::new("states", "must be at least 1"));
+        }
+        if self.pebs_period == 0 {
+            return Err(FieldError::new("pebs_period", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: BuildContext) -> Box<dyn Monitor> {
+        Box::new(NemoMonitor::new(self.clone()))
+    }
+}
+
+impl NemoConfig {
+    /// Listing 2's rule: add 1 per request to the page's counter, reset on read.
+    pub fn spec(&self) -> TelemetrySpec {
+        let bits = self.entries.trailing_zeros();
+        TelemetrySpec {
+            filter: Filter {
+                kinds: Kinds::Both,
+                range: AddrRange::new(0, (self.entries as u64) * HUGE),
+            },
+            translation: Translation {
+                primary: MaskShift::bits(21, 21 + bits),
+                sub: None,
+            },
+            update: Update {
+                op: UpdateOp::Add,
+                operand: Operand::Const(1),
+                overflow: Overflow::Wrap,
+            },
+            notify: None,
+            read_effect: ReadEffect::Reset(0),
+            entries: self.entries,
+            states: self.states,
+            width: 64,
+        }
+    }
+}
+
+/// One tracked page.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    va: u64,
+    key: u64,
+    /// Scaled count of the last read, reported in the window it was read.
+    samples: u64,
+    /// Accesses not yet turned into a scaled sample (below `pebs_period`).
+    residue: u64,
+    /// Windows since the page was last read; `None` before the first read.
+    age: Option<u32>,
+}
+
+pub struct NemoMonitor {
+    cfg: NemoConfig,
+    next_wakeup: Nanos,
+    window_start: Nanos,
+    /// Whether the first wake has programmed the controllers.
+    installed: bool,
+    /// `None` on a machine without the capability.
+    mux: Option<Multiplexer>,
+    /// Sorted by key (and so by address: keys are physical page numbers).
+    pages: Vec<Page>,
+}
+
+impl NemoMonitor {
+    pub fn new(cfg: NemoConfig) -> Self {
+        NemoMonitor {
+            cfg,
+            next_wakeup: 0,
+            window_start: 0,
+            installed: false,
+            mux: None,
+            pages: Vec::new(),
+        }
+    }
+
+    /// Registers the telemetries and programs the first batch. Without the capability
+    /// (a test machine) every window reports the pages cold.
+    fn install(&mut self, m: &mut dyn Machine) {
+        let mut pages = Vec::new();
+        for map in m.mappings() {
+            let mut va = map.range.start.next_multiple_of(HUGE);
+            while va + HUGE <= map.range.end {
+                if let Some(pa) = m.phys_addr(va) {
+                    if pa >> 21 < self.cfg.entries as u64 {
+                        pages.push(Page {
+                            va,
+                            key: pa >> 21,
+                            samples: 0,
+                            residue: 0,
+                            age: None,
+                        });
+                    }
+                }
+                va += HUGE;
+            }
+        }
+        pages.sort_by_key(|p| p.key);
+        self.pages = pages;
+        let spec = self.cfg.spec();
+        let Some(nemo) = m.mem_telemetry() else {
+            return;
+        };
+        let ids = (0..self.cfg.pipelines)
+            .map(|_| nemo.register(&spec))
+            .collect::<Result<Vec<_>, _>>()
+            .expect("the rule is valid and fits a prototype controller (validated config)");
+        let keys = self.pages.iter().map(|p| p.key).collect();
+        let mux = Multiplexer::new(nemo, ids, keys).expect("keys within the mask");
+        m.cost_mut().nemo_translation_writes += mux.programmed().len() as u64;
+        self.mux = Some(mux);
+    }
+
+    /// Reads the batch programmed during the window, programs the next.
+    fn scan(&mut self, m: &mut dyn Machine) {
+        let Some(mux) = &mut self.mux else { return };
+        for p in &mut self.pages {
+            p.age = p.age.map(|a| a + 1);
+        }
+        let before = mux.programmed().len() as u64;
+        let nemo = m.mem_telemetry().expect("installed on this machine");
+        let pages = &mut self.pages;
+        let period = self.cfg.pebs_period;
+        mux.scan(nemo, |key, states| {
+            if let Ok(i) = pages.binary_search_by_key(&key, |p| p.key) {
+                let p = &mut pages[i];
+                let total = p.residue + states[0];
+                (p.samples, p.residue) = (total / period, total % period);
+                p.age = Some(0);
+            }
+        })
+        .expect("programmed keys and regions are valid");
+        let after = mux.programmed().len() as u64;
+        let c = m.cost_mut();
+        c.nemo_state_reads += before;
+        c.nemo_translation_writes += before + after;
+    }
+
+    fn report(&self) -> Vec<RegionReport> {
+        let mut out: Vec<RegionReport> = self
+            .pages
+            .iter()
+            .map(|p| RegionReport {
+                start: p.va,
+                end: p.va + HUGE,
+                nr_accesses: if p.age == Some(0) {
+                    p.samples.min(u32::MAX as u64) as u32
+                } else {
+                    0
+                },
+                age: p.age.unwrap_or(0),
+            })
+            .collect();
+        out.sort_by_key(|r| r.start);
+        out
+    }
+}
+
+impl Monitor for NemoMonitor {
+    fn next_wakeup(&self) -> Nanos {
+        self.next_wakeup
+    }
+
+    fn wake(&mut self, m: &mut dyn Machine) -> Option<Snapshot> {
+        let now = m.now();
+        self.next_wakeup = now + self.cfg.aggr.0;
+        if !self.installed {
+            self.installed = true;
+            self.install(m);
+            self.window_start = now;
+            return None;
+        }
+        self.scan(m);
+        let snapshot = Snapshot {
+            start: self.window_start,
+            end: now,
+            regions: self.report(),
+        };
+        self.window_start = now;
+        Some(snapshot)
+    }
+
+    fn intervals(&self) -> Intervals {
+        Intervals {
+            sample: self.cfg.aggr.0,
+            aggr: self.cfg.aggr.0,
+            ops_update: self.cfg.aggr.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::workload::parse_masim;
+    use tierscope_core::Engine;
+    use tierscope_nemo::sweep_time;
+    use tierscope_sim::config::SimMachine;
+    use tierscope_sim::exact::ExactEngine;
+    use tierscope_sim::WorkloadParams;
+
+    #[test]
+    fn multiplexing_reads_every_page_within_the_sweep_time() {
+        // 40 MiB = 20 pages, uniformly read; 2 pipelines x 3 states = 6 pages per 10 ms
+        // window: §6.1's sweep time is 20 x 10 ms / 6 = 33.3 ms, so 4 windows (40 ms).
+        let spec = parse_masim("a, 40MiB\n\np\n1000\na, 1, 4096, 1, ro\n").unwrap();
+        let params = WorkloadParams {
+            spec: &spec,
+            rate: 10_000_000,
+            threads: 1,
+            seed: 3,
+            block_size: HUGE,
+            truth_threshold: 1,
+        };
+        let mut e = ExactEngine::new(&SimMachine::default(), &params).unwrap();
+        let cfg = NemoConfig {
+            pipelines: 2,
+            states: 3,
+            pebs_period: 1,
+            ..NemoConfig::default()
+        };
+        let formula = sweep_time(20 * HUGE, 10.0, 2, 3, HUGE);
+        assert!((formula - 100.0 / 3.0).abs() < 1e-9);
+        let mut mon = NemoMonitor::new(cfg);
+        let mut read_windows = vec![0u32; 20];
+        let mut total = 0u64;
+        for w in 0..=4 {
+            let t = mon.next_wakeup();
+            e.advance_to(t);
+            let Some(s) = mon.wake(e.as_machine()) else {
+                assert_eq!(w, 0);
+                continue;
+            };
+            assert_eq!(s.regions.len(), 20);
+            for (i, r) in s.regions.iter().enumerate() {
+                if r.age == 0 && mon.pages[i].age == Some(0) {
+                    read_windows[i] += 1;
+                    // 100k accesses over 20 pages per window: ~5,000 each.
+                    assert!((4_000..6_000).contains(&r.nr_accesses), "{r:?}");
+                    total += r.nr_accesses as u64;
+                }
+            }
+        }
+        // After ceil(33.3 / 10) = 4 windows, every page was read at least once (the
+        // last batch wraps to the first pages, which are read twice).
+        assert!(read_windows.iter().all(|&n| n >= 1), "{read_windows:?}");
+        assert_eq!(read_windows.iter().sum::<u32>(), 24);
+        assert!(total > 0);
+        // 4 scans of 6 states, and 6 sets + 4 x (6 clears + 6 sets) entries.
+        assert_eq!(e.cost().nemo_state_reads, 24);
+        assert_eq!(e.cost().nemo_translation_writes, 6 + 4 * 12);
+    }
+
+    #[test]
+    fn bad_configs_name_their_field() {
+        let field = |f: &dyn Fn(&mut NemoConfig)| {
+            let mut c = NemoConfig::default();
+            f(&mut c);
+            c.validate().unwrap_err().field
+        };
+        assert_eq!(field(&|c| c.pipelines = 9), "pipelines");
+        assert_eq!(field(&|c| c.entries = 1000), "entries");
+        assert_eq!(field(&|c| c.states = 0), "states");
+        assert_eq!(field(&|c| c.pebs_period = 0), "pebs_period");
+        assert_eq!(field(&|c| c.aggr = Duration(0)), "aggr");
+    }
+}

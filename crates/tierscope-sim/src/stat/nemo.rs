@@ -1,0 +1,464 @@
+//! Memory-controller telemetry on the statistical engine, which never executes accesses:
+//! a counting telemetry's state is its start value plus the operand times the expected
+//! number of matching requests, from the batch segments and the patterns' densities (as
+//! `tiers.rs` computes each tier's traffic). Only rules whose state is linear in the
+//! request count have an expected state; the rest are rejected when registered:
+//! - update: `add` or `sub`, operand a constant or the request's bytes (64 per access);
+//! - no notify predicate (whether it held depends on the order of the updates);
+//! - read effect: none or a reset (an op on read would act on a rounded expectation);
+//! - contiguous masks (`MaskShift::bits`), so a translated region is a set of ranges.
+//!
+//! There is one copy per state: the merge of controllers and channels is by definition
+//! the state one controller would hold had it seen every request. A read returns the
+//! expectation rounded to the nearest integer, wrapped or saturated at the width.
+//! Physical addresses are the heap's virtual addresses minus its start, as on the exact
+//! engine.
+
+use super::density::{Schedule, Workload};
+use crate::tiers::Sweep;
+use tierscope_core::memtel::ops::width_mask;
+use tierscope_core::memtel::{
+    translation_base, DriverError, Kinds, MaskShift, MemTelemetry, Notification, Operand, Overflow,
+    ReadEffect, TelemetryId, TelemetrySpec, UpdateOp,
+};
+use tierscope_core::workload::PatternKind;
+use tierscope_core::{AddrRange, FieldError};
+
+/// Bytes of one request: every access is one cache line reaching memory.
+const LINE_BYTES: f64 = 64.0;
+
+fn overlaps(a: AddrRange, b: AddrRange) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+#[derive(Debug, Clone)]
+struct Installed {
+    spec: TelemetrySpec,
+    /// Primary key -> base state index, direct-mapped like the hardware table.
+    table: Vec<Option<u64>>,
+    /// Expected requests counted into each state since it was last reset, times the
+    /// operand (signed by the op at read).
+    expected: Vec<f64>,
+}
+
+/// The statistical engine's [`MemTelemetry`].
+#[derive(Debug, Clone, Default)]
+pub struct StatNemo {
+    telemetries: Vec<Option<Installed>>,
+}
+
+/// Checks that `spec` has an expected state (see the module comment).
+fn check_supported(spec: &TelemetrySpec) -> Result<(), FieldError> {
+    const WHY: &str = "on the statistical engine";
+    if !matches!(spec.update.op, UpdateOp::Add | UpdateOp::Sub) {
+        return Err(FieldError::new(
+            "update.op",
+            format!("{WHY} only add and sub telemetries are supported (their state is linear in the request count)"),
+        ));
+    }
+    if spec.notify.is_some() {
+        return Err(FieldError::new(
+            "notify",
+            format!(
+                "{WHY} notifications are not supported (they depend on the order of the updates)"
+            ),
+        ));
+    }
+    if matches!(spec.read_effect, ReadEffect::Op(..)) {
+        return Err(FieldError::new(
+            "read_effect",
+            format!("{WHY} a read effect must be none or a reset"),
+        ));
+    }
+    let contiguous =
+        |m: &MaskShift| m.mask == m.max() << m.shift && (m.max() + 1).is_power_of_two();
+    if !contiguous(&spec.translation.primary) {
+        return Err(FieldError::new(
+            "translation.primary.mask",
+            format!("{WHY} the mask must be one run of bits"),
+        ));
+    }
+    if spec.translation.sub.is_some_and(|s| !contiguous(&s)) {
+        return Err(FieldError::new(
+            "translation.sub.mask",
+            format!("{WHY} the mask must be one run of bits"),
+        ));
+    }
+    Ok(())
+}
+
+impl StatNemo {
+    /// Whether any telemetry is registered (else the engine skips accounting).
+    pub fn active(&self) -> bool {
+        self.telemetries.iter().any(Option::is_some)
+    }
+
+    /// Adds the expected requests of accesses `[ia, ib)` of every thread to every
+    /// programmed state. `heap` is the heap's virtual range; physical 0 is its start.
+    pub fn account_segments(
+        &mut self,
+        w: &Workload,
+        schedules: &[Schedule],
+        ia: u64,
+        ib: u64,
+        heap: AddrRange,
+    ) {
+        if !self.active() {
+            return;
+        }
+        // Random patterns land by density wherever their segments fall, so their
+        // segments fold into one count per pattern (reads and writes by its store
+        // share); sequential segments keep their swept bytes.
+        let mut random = vec![0.0f64; w.patterns.len()];
+        let mut sweeps = Vec::new();
+        for (seg, x, y) in schedules.iter().flat_map(|s| s.overlapping(ia, ib)) {
+            let p = &w.patterns[seg.pattern as usize];
+            if p.kind == PatternKind::Sequential {
+                sweeps.push((
+                    seg.pattern as usize,
+                    (y - x) as f64,
+                    Sweep::of(p, &seg, x, y),
+                ));
+            } else {
+                random[seg.pattern as usize] += (y - x) as f64;
+            }
+        }
+        for t in self.telemetries.iter_mut().flatten() {
+            let spec = t.spec;
+            let k = match spec.update.operand {
+                Operand::Const(k) => k as f64,
+                Operand::RequestBytes => LINE_BYTES,
+            };
+            let admits = |store: f64| {
+                let (r, wr) = match spec.filter.kinds {
+                    Kinds::Read => (1.0, 0.0),
+                    Kinds::Write => (0.0, 1.0),
+                    Kinds::Both => (1.0, 1.0),
+                };
+                r * (1.0 - store) + wr * store
+            };
+            let primary = spec.translation.primary;
+            // Address bits above the primary mask alias keys: a key covers one range
+            // per aliasing block of the heap's physical span.
+            let top = 64 - primary.mask.leading_zeros();
+            let aliases = if top >= 64 {
+                1
+            } else {
+                heap.len().div_ceil(1 << top).max(1)
+            };
+            let (sub_shift, span) = match spec.translation.sub {
+                Some(s) => (s.shift, s.max() + 1),
+                None => (primary.shift, 1),
+            };
+            for (key, base) in t.table.iter().enumerate() {
+                let Some(base) = *base else { continue };
+                for alias in 0..aliases {
+                    let region_pa = (alias << top) | ((key as u64) << primary.shift);
+                    for j in 0..span {
+                        let lo = region_pa + (j << sub_shift);
+                        let pa = AddrRange::new(lo, lo + (1 << sub_shift));
+                        let (lo, hi) = (
+                            pa.start.max(spec.filter.range.start),
+                            pa.end.min(spec.filter.range.end).min(heap.len()),
+                        );
+                        if hi <= lo {
+                            continue;
+                        }
+                        let r = AddrRange::new(heap.start + lo, heap.start + hi);
+                        let mut n = 0.0;
+                        for (i, &count) in random.iter().enumerate() {
+                            let p = &w.patterns[i];
+                            if count > 0.0 && overlaps(p.region, r) {
+                                n += count * p.mass(r) * admits(p.store_share());
+                            }
+                        }
+                        for (i, count, sweep) in &sweeps {
+                            let p = &w.patterns[*i];
+                            if overlaps(p.region, r) {
+                                let share = sweep.bytes_in(p.region, r) / sweep.bytes(p.region);
+                                n += count * share * admits(p.store_share());
+                            }
+                        }
+                        t.expected[(base + j) as usize] += k * n;
+                    }
+                }
+            }
+        }
+    }
+
+    fn installed(&self, t: TelemetryId) -> Result<&Installed, DriverError> {
+        self.telemetries
+            .get(t.0)
+            .and_then(Option::as_ref)
+            .ok_or(DriverError::UnknownTelemetry(t))
+    }
+
+    fn installed_mut(&mut self, t: TelemetryId) -> Result<&mut Installed, DriverError> {
+        self.telemetries
+            .get_mut(t.0)
+            .and_then(Option::as_mut)
+            .ok_or(DriverError::UnknownTelemetry(t))
+    }
+}
+
+impl MemTelemetry for StatNemo {
+    fn register(&mut self, spec: &TelemetrySpec) -> Result<TelemetryId, FieldError> {
+        spec.validate()?;
+        check_supported(spec)?;
+        self.telemetries.push(Some(Installed {
+            spec: *spec,
+            table: vec![None; spec.entries as usize],
+            expected: vec![0.0; spec.states as usize],
+        }));
+        Ok(TelemetryId(self.telemetries.len() - 1))
+    }
+
+    fn unregister(&mut self, t: TelemetryId) -> Result<(), DriverError> {
+        self.installed(t)?;
+        self.telemetries[t.0] = None;
+        Ok(())
+    }
+
+    fn spec(&self, t: TelemetryId) -> Result<&TelemetrySpec, DriverError> {
+        Ok(&self.installed(t)?.spec)
+    }
+
+    fn set_translation(
+        &mut self,
+        t: TelemetryId,
+        key: u64,
+        region_idx: u64,
+    ) -> Result<(), DriverError> {
+        let installed = self.installed_mut(t)?;
+        let base = translation_base(&installed.spec, key, region_idx)?;
+        installed.table[key as usize] = Some(base);
+        Ok(())
+    }
+
+    fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
+        let installed = self.installed_mut(t)?;
+        let max = installed.spec.translation.primary.max();
+        if key > max {
+            return Err(DriverError::KeyOutsideMask { key, max });
+        }
+        installed.table[key as usize] = None;
+        Ok(())
+    }
+
+    fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
+        let installed = self.installed_mut(t)?;
+        let spec = installed.spec;
+        let Some(e) = installed.expected.get_mut(index as usize) else {
+            return Err(DriverError::IndexOutOfStates {
+                index,
+                states: spec.states as u64,
+            });
+        };
+        let change = e.round() as u64;
+        if let ReadEffect::Reset(_) = spec.read_effect {
+            *e = 0.0;
+        }
+        let (init, mask) = (spec.initial(), width_mask(spec.width));
+        let saturate = spec.update.overflow == Overflow::Saturate;
+        Ok(match (spec.update.op, saturate) {
+            (UpdateOp::Sub, true) => init.saturating_sub(change),
+            (UpdateOp::Sub, false) => init.wrapping_sub(change) & mask,
+            (_, true) => init.saturating_add(change).min(mask),
+            (_, false) => init.wrapping_add(change) & mask,
+        })
+    }
+
+    /// Never any: notifying telemetries are rejected at registration.
+    fn drain_notifications(&mut self, _out: &mut Vec<Notification>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::SimMachine;
+    use crate::exact::ExactEngine;
+    use crate::stat::StatEngine;
+    use crate::WorkloadParams;
+    use tierscope_core::memtel::{
+        Filter, Kinds, MaskShift, MemTelemetry, Operand, Overflow, Predicate, ReadEffect,
+        TelemetrySpec, Translation, Update, UpdateOp,
+    };
+    use tierscope_core::workload::{parse_masim, WorkloadSpec};
+    use tierscope_core::{AddrRange, Engine, Machine};
+
+    const MIB2: u64 = 2 << 20;
+
+    /// One add-1 counter per 2 MiB page of the first 16 GiB, reset on read (Listing 2).
+    fn hotness(kinds: Kinds) -> TelemetrySpec {
+        TelemetrySpec {
+            filter: Filter {
+                kinds,
+                range: AddrRange::new(0, 16 << 30),
+            },
+            translation: Translation {
+                primary: MaskShift::bits(21, 34),
+                sub: None,
+            },
+            update: Update {
+                op: UpdateOp::Add,
+                operand: Operand::Const(1),
+                overflow: Overflow::Wrap,
+            },
+            notify: None,
+            read_effect: ReadEffect::Reset(0),
+            entries: 8192,
+            states: 8192,
+            width: 64,
+        }
+    }
+
+    fn params(spec: &WorkloadSpec) -> WorkloadParams<'_> {
+        WorkloadParams {
+            spec,
+            rate: 1_024_000,
+            threads: 2,
+            seed: 5,
+            block_size: MIB2,
+            truth_threshold: 1,
+        }
+    }
+
+    /// Registers `spec` on `e`, maps every 2 MiB page of the heap to its own state,
+    /// runs 200 ms and returns each page's count, in heap order.
+    fn counts(e: &mut dyn Engine, spec: &TelemetrySpec) -> Vec<u64> {
+        let heap = e.heap();
+        let pages = heap.len() / MIB2;
+        let m = e.as_machine();
+        let key = |m: &dyn Machine, i: u64| m.phys_addr(heap.start + i * MIB2).unwrap() >> 21;
+        let keys: Vec<u64> = (0..pages).map(|i| key(m, i)).collect();
+        let nemo = m.mem_telemetry().unwrap();
+        let t = nemo.register(spec).unwrap();
+        for (i, &k) in keys.iter().enumerate() {
+            nemo.set_translation(t, k, i as u64).unwrap();
+        }
+        e.advance_to(200_000_000);
+        let nemo = e.as_machine().mem_telemetry().unwrap();
+        (0..pages).map(|i| nemo.read(t, i).unwrap()).collect()
+    }
+
+    /// Three phases over a cold 64 MiB region (heap pages 0..32) and a hot 8 MiB one
+    /// (pages 32..36): 60 ms random read-write over the hot one, 76 ms random reads over
+    /// the cold one, 64 ms of sequential 4 KiB-stride writes over the cold one. At
+    /// 1,024,000 accesses/s a lap of the cold region (16,384 accesses) takes 16 ms, so
+    /// the last phase is 4 whole laps per thread whatever its start offset: every cold
+    /// page gets 4 x 512 writes per thread on either engine.
+    fn workload() -> WorkloadSpec {
+        parse_masim(
+            "hot, 8MiB\ncold, 64MiB\n\nhot\n60\nhot, 1, 4096, 1, rw\n\ncold\n76\ncold, 1, 4096, 1, ro\n\nsweep\n64\ncold, 0, 4096, 1, wo\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn exact_counts_equal_the_executed_accesses() {
+        let spec = workload();
+        let mut e = ExactEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+        let heap = e.heap();
+        let got = counts(&mut e, &hotness(Kinds::Both));
+        // The truth counts every executed access per 2 MiB block.
+        let mut truth = vec![0u64; got.len()];
+        for (r, per_byte) in e.take_truth_heat() {
+            let mut b = r.start;
+            while b < r.end {
+                truth[((b - heap.start) / MIB2) as usize] = (per_byte * MIB2 as f64) as u64;
+                b += MIB2;
+            }
+        }
+        assert_eq!(got, truth);
+        assert_eq!(got.iter().sum::<u64>(), e.stats().accesses);
+        // Reset on read: a second read sees nothing new.
+        let nemo = e.mem_telemetry().unwrap();
+        assert_eq!(
+            nemo.read(tierscope_core::memtel::TelemetryId(0), 0)
+                .unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn exact_reads_and_writes_split_the_total() {
+        let spec = workload();
+        let run = |kinds| {
+            let mut e = ExactEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+            counts(&mut e, &hotness(kinds))
+        };
+        let (both, reads, writes) = (run(Kinds::Both), run(Kinds::Read), run(Kinds::Write));
+        for i in 0..both.len() {
+            assert_eq!(reads[i] + writes[i], both[i], "page {i}");
+        }
+        // Writes: 2 threads x 4 laps x 512 per cold page, and about half of the hot
+        // region's 2 x 61,440 read-write accesses.
+        assert!(writes[..32].iter().all(|&w| w == 4096), "{writes:?}");
+        let hot_writes: u64 = writes[32..].iter().sum();
+        assert!((58_000..65_000).contains(&hot_writes), "{hot_writes}");
+        assert!(reads[..32].iter().all(|&r| r > 0));
+    }
+
+    #[test]
+    fn stat_expected_counts_agree_with_the_exact_engine() {
+        let spec = workload();
+        for kinds in [Kinds::Both, Kinds::Read, Kinds::Write] {
+            let mut exact = ExactEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+            let mut stat = StatEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+            let x = counts(&mut exact, &hotness(kinds));
+            let s = counts(&mut stat, &hotness(kinds));
+            // 2 threads x 200k accesses. A page's count is a sum of Bernoulli draws with
+            // variance at most its mean, so the exact count lies within 5 standard
+            // deviations of the expectation (+1 for the stat engine's rounding) except
+            // with probability below 1e-6 per page; the test is seeded, so it does not
+            // flake, and a wrong share per page (e.g. the hot region's 90 %) fails it.
+            for (i, (&x, &s)) in x.iter().zip(&s).enumerate() {
+                let bound = 5.0 * (s as f64).sqrt() + 1.0;
+                assert!(
+                    (x as f64 - s as f64).abs() <= bound,
+                    "{kinds:?} page {i}: exact {x} stat {s} bound {bound}"
+                );
+            }
+            if kinds == Kinds::Write {
+                // Whole laps of the sequential writer: exact on both engines.
+                assert!(s[..32].iter().all(|&w| w == 4096), "{s:?}");
+            }
+            let (tx, ts) = (x.iter().sum::<u64>(), s.iter().sum::<u64>());
+            assert!(
+                tx.abs_diff(ts) <= 5 * (ts as f64).sqrt() as u64 + 32,
+                "{tx} {ts}"
+            );
+        }
+    }
+
+    #[test]
+    fn stat_rejects_rules_without_an_expected_state() {
+        let spec = workload();
+        let mut stat = StatEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+        let nemo = stat.mem_telemetry().unwrap();
+        let field = |nemo: &mut dyn MemTelemetry, f: &dyn Fn(&mut TelemetrySpec)| {
+            let mut s = hotness(Kinds::Both);
+            f(&mut s);
+            nemo.register(&s).unwrap_err().field
+        };
+        let xor = |s: &mut TelemetrySpec| s.update.op = UpdateOp::Xor;
+        assert_eq!(field(nemo, &xor), "update.op");
+        let notify = |s: &mut TelemetrySpec| {
+            s.notify = Some(tierscope_core::memtel::Notify {
+                predicate: Predicate::Ge,
+                operand: 10,
+            })
+        };
+        assert_eq!(field(nemo, &notify), "notify");
+        let halve = |s: &mut TelemetrySpec| s.read_effect = ReadEffect::Op(UpdateOp::Shr, 1);
+        assert_eq!(field(nemo, &halve), "read_effect");
+        let holes = |s: &mut TelemetrySpec| {
+            s.translation.primary = MaskShift {
+                mask: 0b101 << 21,
+                shift: 21,
+            }
+        };
+        assert_eq!(field(nemo, &holes), "translation.primary.mask");
+        // The driver's own checks come first and name their field alike.
+        assert_eq!(field(nemo, &|s| s.width = 0), "width");
+    }
+}
