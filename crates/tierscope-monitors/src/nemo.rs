@@ -5,17 +5,16 @@
 //! pages programmed during it and programs the next batch, round-robin, so a sweep of the
 //! heap takes `ceil(pages / (pipelines x states))` windows (§6.1's formula, rounded up).
 //!
-//! Each snapshot reports every tracked page with the count read this window divided by
-//! `pebs_period` (HeMem-NEMO "scale[s] NEMO access counts by the PEBS sampling rate" so
+//! Each snapshot reports the pages read this window whose count divided by `pebs_period`
+//! is positive (HeMem-NEMO "scale[s] NEMO access counts by the PEBS sampling rate" so
 //! that HeMem's thresholds, in samples, keep their meaning; `pebs_period = 1` reports raw
-//! counts). The remainder of the division carries to the page's next read, as a PEBS
-//! counter carries its count across windows: a page with fewer than `pebs_period`
-//! accesses per window still reports one "sample" every `pebs_period` accesses. A page not
-//! read this window reports 0 (the PEBS-fed policies add snapshots up, so a count is
-//! reported once), with `age` = windows since it was last read.
-//! Keys are the pages' physical addresses (`Machine::phys_addr`) over 2 MiB; a page whose
-//! key passes the translation table (more than `entries x 2 MiB` of physical memory)
-//! cannot be tracked and is reported cold.
+//! counts), as a PEBS monitor reports its sampled bins: an unreported page is cold. The
+//! remainder of the division carries to the page's next read, as a PEBS counter carries
+//! its count across windows: a page with fewer than `pebs_period` accesses per window
+//! still reports one "sample" every `pebs_period` accesses.
+//! Keys are the pages' physical addresses (`Machine::phys_addr`) over 2 MiB and index the
+//! translation table directly, so `entries x 2 MiB` bounds the memory tracked: experiments
+//! whose heap is larger are rejected at parse time (`monitors[i].entries`).
 
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
@@ -239,19 +238,19 @@ impl NemoMonitor {
         c.nemo_translation_writes += before + after;
     }
 
+    /// The pages read this window with a scaled count, as a PEBS monitor reports its
+    /// sampled bins: an unreported page is cold (a heap of tens of thousands of huge pages
+    /// read every 10 ms would otherwise report every one of them every window).
     fn report(&self) -> Vec<RegionReport> {
         let mut out: Vec<RegionReport> = self
             .pages
             .iter()
+            .filter(|p| p.age == Some(0) && p.samples > 0)
             .map(|p| RegionReport {
                 start: p.va,
                 end: p.va + HUGE,
-                nr_accesses: if p.age == Some(0) {
-                    p.samples.min(u32::MAX as u64) as u32
-                } else {
-                    0
-                },
-                age: p.age.unwrap_or(0),
+                nr_accesses: p.samples.min(u32::MAX as u64) as u32,
+                age: 0,
             })
             .collect();
         out.sort_by_key(|r| r.start);
@@ -334,14 +333,15 @@ mod tests {
                 assert_eq!(w, 0);
                 continue;
             };
-            assert_eq!(s.regions.len(), 20);
-            for (i, r) in s.regions.iter().enumerate() {
-                if r.age == 0 && mon.pages[i].age == Some(0) {
-                    read_windows[i] += 1;
-                    // 100k accesses over 20 pages per window: ~5,000 each.
-                    assert!((4_000..6_000).contains(&r.nr_accesses), "{r:?}");
-                    total += r.nr_accesses as u64;
-                }
+            // Only the pages read this window, each with its count.
+            let read: Vec<usize> = (0..20).filter(|&i| mon.pages[i].age == Some(0)).collect();
+            assert_eq!(s.regions.len(), read.len());
+            for (r, &i) in s.regions.iter().zip(&read) {
+                assert_eq!(r.start, mon.pages[i].va);
+                read_windows[i] += 1;
+                // 100k accesses over 20 pages per window: ~5,000 each.
+                assert!((4_000..6_000).contains(&r.nr_accesses), "{r:?}");
+                total += r.nr_accesses as u64;
             }
         }
         // After ceil(33.3 / 10) = 4 windows, every page was read at least once (the

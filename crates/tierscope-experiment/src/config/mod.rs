@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use tierscope_core::units::{Duration, Rate, Size, NS_PER_S};
 use tierscope_core::workload::{GupsSpec, KvSpec, PhaseSpec, RegionSpec, WorkloadSpec};
 use tierscope_core::{CostModel, FieldError};
+use tierscope_monitors::MonitorConfig;
 
 /// An experiment that cannot be used: file, line where known, field, message.
 pub type ConfigError = FieldError;
@@ -318,6 +319,29 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
                 format!("{at}.name"),
                 format!("`{}` is used twice (names must be unique)", entry.name),
             ));
+        }
+        if let MonitorConfig::Nemo(c) = &entry.config {
+            // Keys are physical huge-page numbers indexing the translation table
+            // directly, so the table bounds the memory a pipeline can see; rotating
+            // address windows through the filter is not modelled.
+            let sim = machine.sim();
+            let heap = tierscope_sim::layout::lay_out(&spec, sim.paging, sim.page_size)
+                .map_err(|m| FieldError::new("workload", m))?
+                .heap;
+            let covered = u64::from(c.entries) << 21;
+            if heap.len() > covered {
+                return Err(FieldError::new(
+                    format!("{at}.entries"),
+                    format!(
+                        "{} translation entries cover {} MiB of 2 MiB pages, and the heap is \
+                         {} MiB: set entries to {} or more (keys index the table directly)",
+                        c.entries,
+                        covered >> 20,
+                        heap.len() >> 20,
+                        heap.len().div_ceil(2 << 20).next_power_of_two()
+                    ),
+                ));
+            }
         }
         entries.push(entry);
     }

@@ -513,3 +513,29 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
         assert!(je.line.is_some(), "{je}");
     }
 }
+
+#[test]
+fn nemo_tables_must_cover_the_heap() {
+    let text = |entries: &str| {
+        format!(
+            r#"
+[machine]
+engine = "stat"
+[workload]
+regions = [{{ name = "a", size = "20GiB" }}]
+phases = [{{ name = "p", duration = "1s", patterns = [{{ region = "a", kind = "random" }}] }}]
+[[monitors]]
+preset = "nemo-hotset"
+{entries}
+"#
+        )
+    };
+    // 8192 entries of 2 MiB cover 16 GiB: a 20 GiB heap needs at least 10240 (the table
+    // takes powers of two: 16384).
+    let e = parse(&text("")).unwrap_err();
+    assert_eq!(e.field, "monitors[0].entries", "{e}");
+    assert!(e.message.contains("set entries to 16384 or more"), "{e}");
+    // The key is missing: the error points at the monitor's table.
+    assert_eq!(e.line, Some(line_of(&text(""), "[[monitors]]")));
+    assert!(parse(&text("entries = 16384")).is_ok());
+}
