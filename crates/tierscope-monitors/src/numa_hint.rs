@@ -143,7 +143,9 @@ impl NumaHintMonitor {
         }
         let mut runs = vec![];
         for r in batch {
-            let leaf = m.leaf_level(r.start).unwrap_or(Level::Pte);
+            let leaf = m
+                .leaf_level(r.start)
+                .expect("batches are cut from the mappings");
             // Only pages off the top tier: tiering mode leaves the others mapped.
             let mut off_top = vec![];
             match m.tiers() {
