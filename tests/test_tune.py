@@ -152,6 +152,7 @@ def test_bad_tune_input(tmp_path: Path) -> None:
     assert_bad_input(
         run_cli("tune", "--workload", "random", "--stop", "soon:3", cwd=tmp_path), "--stop"
     )
+    assert_bad_input(run_cli("tune", "--workload", "nope", cwd=tmp_path), "unknown workload")
     assert_bad_input(
         run_cli("tune", "exp.toml", "--param", "tiering.window", "--run", "nope", cwd=tmp_path),
         "--run",

@@ -34,6 +34,21 @@ from tierscope.experiment import ConfigError
 from tierscope.texttable import align
 
 
+def _count(minimum: int) -> Any:
+    """An argparse type: an integer of at least `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"`{text}` is not an integer") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        return v
+
+    return parse
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "tune",
@@ -49,14 +64,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="a generated trace: strided, triangular, random, irregular, iterative",
     )
-    p.add_argument("--seed", type=int, default=1, help="generated trace's seed (default 1)")
-    p.add_argument("--scale", type=int, default=1, help="generated trace's size, x 300 K requests")
+    p.add_argument("--seed", type=_count(0), default=1, help="generated trace's seed (default 1)")
+    p.add_argument(
+        "--scale", type=_count(1), default=1, help="generated trace's size, x 300 K requests"
+    )
     p.add_argument(
         "--scheduler", choices=["history", "oracle"], default="history", help="trace model"
     )
-    p.add_argument("--quantum", type=int, default=20, help="count quantum (cori-sim: 20)")
+    p.add_argument("--quantum", type=_count(0), default=20, help="count quantum (cori-sim: 20)")
     p.add_argument("--fast-ratio", type=float, default=0.2, help="fast tier share (0.2)")
-    p.add_argument("--bucket", type=int, default=1000, help="reuse bucket, requests (1000)")
+    p.add_argument("--bucket", type=_count(1), default=1000, help="reuse bucket, requests (1000)")
     p.add_argument("--param", metavar="PATH", help="experiment: the config path to tune")
     p.add_argument(
         "--values",
@@ -81,7 +98,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(default within:3 and no-gain:2)",
     )
     p.add_argument(
-        "--exhaustive", type=int, metavar="STEP", help="also the cost at every multiple of STEP"
+        "--exhaustive",
+        type=_count(1),
+        metavar="STEP",
+        help="also the cost at every multiple of STEP",
     )
     p.add_argument("--out", metavar="DIR", help="write trials.csv, curve.csv, tune.json, tune.png")
     p.set_defaults(func=main)
@@ -173,20 +193,26 @@ def main(args: argparse.Namespace) -> int:
             if tuning.chosen:
                 tuning.chosen = (tuning.chosen[0], -tuning.chosen[1])
     else:
-        trace = (
-            _core.CoriTrace.from_file(args.trace)
-            if args.trace
-            else _core.CoriTrace.generate(args.workload, args.seed, args.scale)
-        )
-        tuning = cori.tune_trace(
-            trace,
-            scheduler=args.scheduler,
-            count_quantum=args.quantum,
-            fast_ratio=args.fast_ratio,
-            bucket=args.bucket,
-            stops=stops,
-            grid_timestep=args.exhaustive,
-        )
+        # The binding answers a bad workload name, bucket or scale with ValueError.
+        try:
+            trace = (
+                _core.CoriTrace.from_file(args.trace)
+                if args.trace
+                else _core.CoriTrace.generate(args.workload, args.seed, args.scale)
+            )
+            tuning = cori.tune_trace(
+                trace,
+                scheduler=args.scheduler,
+                count_quantum=args.quantum,
+                fast_ratio=args.fast_ratio,
+                bucket=args.bucket,
+                stops=stops,
+                grid_timestep=args.exhaustive,
+            )
+        except (ValueError, OverflowError) as e:
+            if isinstance(e, ConfigError):
+                raise
+            raise ConfigError(f"{_source()}: {e}") from None
     print(render(tuning))
     if args.out:
         write(tuning, Path(args.out))
