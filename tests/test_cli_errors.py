@@ -80,6 +80,30 @@ def test_unknown_field_in_experiment(workdir: Path) -> None:
     assert_nothing_written(workdir)
 
 
+@pytest.mark.parametrize(
+    ("monitor", "field", "needle"),
+    [
+        # NEMO merges a state's copies across controllers in any order: only
+        # associative and commutative operators (paper section 3.1).
+        ('type = "nemo_rule"\nop = "set"', "monitors[2].op", "not associative and commutative"),
+        ('type = "nemo_rule"\nread_effect = "div"', "monitors[2].read_effect", "commutative"),
+        # Over the prototype controller's 1,136 KiB of telemetry SRAM.
+        ('type = "nemo_rule"\nstates = 100000', "monitors[2].states", "bytes of SRAM"),
+        ('preset = "nemo-hotset"\npipelines = 8\nentries = 16384', "monitors[2].states", "SRAM"),
+        # The statistical engine has expected states for counting rules only.
+        ('type = "nemo_rule"\nop = "xor"', "monitors[2].op", "statistical engine"),
+    ],
+)
+def test_bad_nemo_rules(workdir: Path, monitor: str, field: str, needle: str) -> None:
+    text = (workdir / "tiny.toml").read_text() + f"\n[[monitors]]\n{monitor}\n"
+    if "xor" in monitor:
+        text = text.replace("[workload]", '[machine]\nengine = "stat"\n\n[workload]')
+    (workdir / "bad.toml").write_text(text)
+    proc = run_cli("run", "bad.toml", "--out", "out", cwd=workdir)
+    assert_bad_input(proc, "bad.toml:", field, needle)
+    assert_nothing_written(workdir)
+
+
 def test_missing_masim_file(workdir: Path) -> None:
     proc = run_cli("run", "--masim", "nope.cfg", "--out", "out", cwd=workdir)
     assert_bad_input(proc, "nope.cfg")

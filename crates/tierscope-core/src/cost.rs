@@ -46,6 +46,8 @@ pub struct CostCounters {
     pub nemo_state_reads: u64,
     /// Memory-controller translation entries written (set or cleared).
     pub nemo_translation_writes: u64,
+    /// Memory-controller telemetry interrupts handled (a notify predicate held).
+    pub nemo_interrupts: u64,
 }
 
 impl CostCounters {
@@ -87,6 +89,7 @@ impl CostCounters {
         self.hint_faults += o.hint_faults;
         self.nemo_state_reads += o.nemo_state_reads;
         self.nemo_translation_writes += o.nemo_translation_writes;
+        self.nemo_interrupts += o.nemo_interrupts;
     }
 }
 
@@ -139,6 +142,8 @@ pub struct CostModel {
     pub nemo_state_read: f64,
     /// Writing one NEMO translation entry (a posted MMIO store to each controller).
     pub nemo_translation_write: f64,
+    /// Handling one NEMO notification interrupt (an MSI, the driver's dispatch).
+    pub nemo_interrupt: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -164,6 +169,7 @@ impl Default for CostModel {
             hint_fault: 3_000.0,
             nemo_state_read: 150.0,
             nemo_translation_write: 200.0,
+            nemo_interrupt: 4_200.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -189,6 +195,7 @@ impl CostModel {
             + c.hint_faults as f64 * self.hint_fault
             + c.nemo_state_reads as f64 * self.nemo_state_read
             + c.nemo_translation_writes as f64 * self.nemo_translation_write
+            + c.nemo_interrupts as f64 * self.nemo_interrupt
     }
 
     /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults)

@@ -4,6 +4,7 @@
 
 pub mod damon;
 pub mod nemo;
+pub mod nemo_rule;
 pub mod numa_hint;
 pub mod pebs;
 pub mod pml;

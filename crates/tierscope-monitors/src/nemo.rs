@@ -104,7 +104,10 @@ impl Technique for NemoConfig {
         if self.pebs_period == 0 {
             return Err(FieldError::new("pebs_period", "must be at least 1"));
         }
-        Ok(())
+        // The engines' controllers are the prototype's (docs/NEMO.md): the pipelines
+        // must fit its SRAM, or registering them on the first wake would fail.
+        let specs = vec![self.spec(); self.pipelines as usize];
+        tierscope_nemo::NemoConfig::prototype().check_fits(&specs)
     }
 
     fn build(&self, _: BuildContext) -> Box<dyn Monitor> {
@@ -366,5 +369,22 @@ mod tests {
         assert_eq!(field(&|c| c.states = 0), "states");
         assert_eq!(field(&|c| c.pebs_period = 0), "pebs_period");
         assert_eq!(field(&|c| c.aggr = Duration(0)), "aggr");
+        // SRAM (1,136 KiB on the prototype): one pipeline with a 2^19-entry table
+        // (2^19 x 14 bits = 896 KiB) and 8192 states (128 KiB) fits, two do not; 2^20
+        // entries (1,792 KiB) never fit.
+        let fits = |f: &dyn Fn(&mut NemoConfig)| {
+            let mut c = NemoConfig::default();
+            f(&mut c);
+            c.validate()
+        };
+        assert!(fits(&|c| c.entries = 1 << 19).is_ok());
+        assert_eq!(field(&|c| c.entries = 1 << 20), "entries");
+        assert_eq!(
+            field(&|c| (c.entries, c.pipelines) = (1 << 19, 2)),
+            "entries"
+        );
+        // Eight prototype pipelines fill it exactly; 8192 + 1 states each overflow it.
+        assert!(fits(&|c| c.pipelines = 8).is_ok());
+        assert_eq!(field(&|c| (c.pipelines, c.states) = (8, 8193)), "states");
     }
 }

@@ -148,6 +148,8 @@ registry! {
     Scan(crate::scan::ScanConfig) = "scan",
     Pebs(crate::pebs::PebsConfig) = "pebs",
     Nemo(crate::nemo::NemoConfig) = "nemo",
+    /// A NEMO telemetry rule written in the experiment file.
+    NemoRule(crate::nemo_rule::NemoRuleConfig) = "nemo_rule",
     Pml(crate::pml::PmlConfig) = "pml",
     /// NUMA balancing's hint faults in tiering mode (what TPP promotes with).
     NumaHint(crate::numa_hint::NumaHintConfig) = "numa_hint",

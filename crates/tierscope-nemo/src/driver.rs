@@ -14,6 +14,7 @@ use crate::controller::Controller;
 use crate::interleave::Interleave;
 use crate::ops::width_mask;
 use crate::pipeline::{Request, TelemetrySpec};
+use crate::sram;
 use tierscope_core::memtel::translation_base;
 pub use tierscope_core::memtel::{DriverError, MemTelemetry, Notification, TelemetryId};
 use tierscope_core::FieldError;
@@ -39,6 +40,34 @@ impl NemoConfig {
             sram_bytes: 8 * (14 + 128) * 1024,
             max_pipelines: 8,
         }
+    }
+
+    /// Whether `specs`, registered in this order, would all fit: the checks `register`
+    /// makes on each controller (every controller gets every pipeline, so one stands for
+    /// all), without installing anything. Configs use it to reject a rule at parse time;
+    /// errors name the spec's field (`entries` or `states` for SRAM, `pipelines` for the
+    /// count).
+    pub fn check_fits(&self, specs: &[TelemetrySpec]) -> Result<(), FieldError> {
+        let channels = self.interleave.channels();
+        let total = self.sram_bytes * 8;
+        let mut used = 0;
+        for (n, spec) in specs.iter().enumerate() {
+            spec.validate()?;
+            if n >= self.max_pipelines {
+                return Err(FieldError::new(
+                    "pipelines",
+                    format!(
+                        "{} telemetries need {} pipelines, a controller has {}",
+                        specs.len(),
+                        specs.len(),
+                        self.max_pipelines
+                    ),
+                ));
+            }
+            sram::check_fit(spec, channels, total - used, total)?;
+            used += sram::pipeline_bits(spec, channels);
+        }
+        Ok(())
     }
 }
 
@@ -392,12 +421,64 @@ mod tests {
         // 8192 x 16 bits + 2 x 24576 x 64 bits = 16 KiB + 384 KiB = 400 KiB > 284 KiB.
         let err = d.register(&hotness(8192, 24576)).unwrap_err();
         assert_eq!(err.field, "controllers[0].states");
-        assert_eq!(d.sram_used(0), 6 * 142 * 1024); // nothing half-installed
-                                                    // The remaining telemetries still count after the slots moved.
+        // Nothing half-installed; the remaining telemetries still count after the slots
+        // moved.
+        assert_eq!(d.sram_used(0), 6 * 142 * 1024);
         d.set_translation(ids[7], 2, 5).unwrap();
         d.access(&line(2, 0, false));
         assert_eq!(d.read(ids[7], 5).unwrap(), 1);
         assert_eq!(d.read(ids[6], 5).unwrap(), 0);
+    }
+
+    #[test]
+    fn check_fits_agrees_with_registering() {
+        // Each list is registered on a fresh prototype until one fails; `check_fits` must
+        // accept exactly the lists that register whole, and name the same field.
+        let shapes = [
+            (8192, 8192),
+            (8192, 16384),
+            (16384, 8192),
+            (1 << 19, 8192),
+            (8192, 100_000),
+        ];
+        for a in shapes {
+            for b in shapes {
+                for n in 1..=9 {
+                    let specs: Vec<_> = (0..n)
+                        .map(|i| {
+                            if i % 2 == 0 {
+                                hotness(a.0, a.1)
+                            } else {
+                                hotness(b.0, b.1)
+                            }
+                        })
+                        .map(|mut s| {
+                            s.translation.primary =
+                                MaskShift::bits(21, 21 + s.entries.trailing_zeros());
+                            s
+                        })
+                        .collect();
+                    let mut d = Driver::new(NemoConfig::prototype());
+                    let registered = specs.iter().try_for_each(|s| d.register(s).map(|_| ()));
+                    let checked = NemoConfig::prototype().check_fits(&specs);
+                    match (registered, checked) {
+                        (Ok(()), Ok(())) => {}
+                        (Err(r), Err(c)) => {
+                            assert_eq!(r.field, format!("controllers[0].{}", c.field))
+                        }
+                        (r, c) => panic!("{a:?} {b:?} x{n}: register {r:?}, check_fits {c:?}"),
+                    }
+                }
+            }
+        }
+        // By hand: 8 prototype pipelines fill the SRAM exactly, a 9th has no pipeline.
+        let eight = vec![hotness(8192, 8192); 8];
+        assert!(NemoConfig::prototype().check_fits(&eight).is_ok());
+        let nine = vec![hotness(8192, 8192); 9];
+        assert_eq!(
+            NemoConfig::prototype().check_fits(&nine).unwrap_err().field,
+            "pipelines"
+        );
     }
 
     #[test]

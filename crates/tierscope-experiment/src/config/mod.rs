@@ -320,28 +320,42 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
                 format!("`{}` is used twice (names must be unique)", entry.name),
             ));
         }
-        if let MonitorConfig::Nemo(c) = &entry.config {
-            // Keys are physical huge-page numbers indexing the translation table
+        let covered = match &entry.config {
+            MonitorConfig::Nemo(c) => Some((u64::from(c.entries) << 21, 2u64 << 20, c.entries)),
+            MonitorConfig::NemoRule(c) => Some((c.covered(), c.region.0, c.entries)),
+            _ => None,
+        };
+        if let Some((covered, region, table)) = covered {
+            // Keys are physical region numbers indexing the translation table
             // directly, so the table bounds the memory a pipeline can see; rotating
             // address windows through the filter is not modelled.
             let sim = machine.sim();
             let heap = tierscope_sim::layout::lay_out(&spec, sim.paging, sim.page_size)
                 .map_err(|m| FieldError::new("workload", m))?
                 .heap;
-            let covered = u64::from(c.entries) << 21;
             if heap.len() > covered {
                 return Err(FieldError::new(
                     format!("{at}.entries"),
                     format!(
-                        "{} translation entries cover {} MiB of 2 MiB pages, and the heap is \
-                         {} MiB: set entries to {} or more (keys index the table directly)",
-                        c.entries,
+                        "{table} translation entries cover {} MiB of {} KiB regions, and the \
+                         heap is {} MiB: set entries to {} or more (keys index the table \
+                         directly)",
                         covered >> 20,
+                        region >> 10,
                         heap.len() >> 20,
-                        heap.len().div_ceil(2 << 20).next_power_of_two()
+                        heap.len().div_ceil(region).next_power_of_two()
                     ),
                 ));
             }
+        }
+        if let (MonitorConfig::NemoRule(c), EngineKind::Stat) = (&entry.config, machine.engine) {
+            let spec = c.spec().map_err(|e| e.under(&at))?;
+            tierscope_sim::stat::nemo::check_supported(&spec).map_err(|mut e| {
+                if e.field == "update.op" {
+                    e.field = "op".into();
+                }
+                e.under(&at)
+            })?;
         }
         entries.push(entry);
     }

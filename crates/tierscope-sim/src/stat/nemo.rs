@@ -48,7 +48,7 @@ pub struct StatNemo {
 }
 
 /// Checks that `spec` has an expected state (see the module comment).
-fn check_supported(spec: &TelemetrySpec) -> Result<(), FieldError> {
+pub fn check_supported(spec: &TelemetrySpec) -> Result<(), FieldError> {
     const WHY: &str = "on the statistical engine";
     if !matches!(spec.update.op, UpdateOp::Add | UpdateOp::Sub) {
         return Err(FieldError::new(
