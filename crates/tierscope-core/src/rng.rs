@@ -85,11 +85,49 @@ impl Rng {
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
+
+    /// A Poisson count of mean `mu`: exact (Knuth's product of uniforms) below 30, above
+    /// that the normal approximation with a continuity correction (Box-Muller), whose
+    /// error in the mean and variance is below 1 % there. `mu <= 0` gives 0.
+    pub fn poisson(&mut self, mu: f64) -> u64 {
+        if mu <= 0.0 || mu.is_nan() {
+            return 0;
+        }
+        if mu < 30.0 {
+            let limit = (-mu).exp();
+            let (mut n, mut product) = (0u64, self.unit());
+            while product > limit {
+                n += 1;
+                product *= self.unit();
+            }
+            return n;
+        }
+        let (u1, u2) = (1.0 - self.unit(), self.unit());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        (mu + mu.sqrt() * z + 0.5).floor().max(0.0) as u64
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn poisson_mean_and_variance() {
+        // Both regimes: the sample mean and variance of 200k draws within 2 % of mu
+        // (their standard errors are ~0.2 % and ~0.3 % of mu at these sizes).
+        let mut r = Rng::new(11);
+        for mu in [0.3, 4.0, 29.0, 31.0, 1000.0] {
+            let n = 200_000;
+            let draws: Vec<f64> = (0..n).map(|_| r.poisson(mu) as f64).collect();
+            let mean = draws.iter().sum::<f64>() / n as f64;
+            let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+            assert!((mean / mu - 1.0).abs() < 0.02, "mu {mu}: mean {mean}");
+            assert!((var / mu - 1.0).abs() < 0.02, "mu {mu}: variance {var}");
+        }
+        assert_eq!(r.poisson(0.0), 0);
+        assert_eq!(r.poisson(-1.0), 0);
+    }
 
     #[test]
     fn same_seed_same_stream() {

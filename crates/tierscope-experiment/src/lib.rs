@@ -5,6 +5,7 @@ pub mod build;
 pub mod config;
 pub mod evaluate;
 pub mod impact;
+pub mod nemo_thp;
 pub mod result;
 pub mod run;
 pub mod sweep;

@@ -101,7 +101,7 @@ impl StatEngine {
             stats_done: 0,
             tiers: None,
             tiers_done: 0,
-            nemo: StatNemo::default(),
+            nemo: StatNemo::new(Rng::for_stream(params.seed, "nemo")),
             split: FastSet::default(),
         })
     }

@@ -9,8 +9,11 @@
 //! - contiguous masks (`MaskShift::bits`), so a translated region is a set of ranges.
 //!
 //! There is one copy per state: the merge of controllers and channels is by definition
-//! the state one controller would hold had it seen every request. A read returns the
-//! expectation rounded to the nearest integer, wrapped or saturated at the width.
+//! the state one controller would hold had it seen every request. A read draws the
+//! number of matching requests since the last reset from a Poisson distribution of the
+//! expected count (the requests of a random access stream, as the statistical engine's
+//! PEBS samples are drawn), times the operand, wrapped or saturated at the width. A rule
+//! without a reset reads a fresh draw of its whole expectation each time.
 //! Physical addresses are the heap's virtual addresses minus its start, as on the exact
 //! engine.
 
@@ -21,6 +24,7 @@ use tierscope_core::memtel::{
     translation_base, DriverError, Kinds, MaskShift, MemTelemetry, Notification, Operand, Overflow,
     ReadEffect, TelemetryId, TelemetrySpec, UpdateOp,
 };
+use tierscope_core::rng::Rng;
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, FieldError};
 
@@ -36,15 +40,19 @@ struct Installed {
     spec: TelemetrySpec,
     /// Primary key -> base state index, direct-mapped like the hardware table.
     table: Vec<Option<u64>>,
-    /// Expected requests counted into each state since it was last reset, times the
-    /// operand (signed by the op at read).
+    /// Expected requests of random patterns counted into each state since it was last
+    /// reset, times the operand (signed by the op at read).
     expected: Vec<f64>,
+    /// The same from sequential sweeps, which are not random.
+    swept: Vec<f64>,
 }
 
 /// The statistical engine's [`MemTelemetry`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StatNemo {
     telemetries: Vec<Option<Installed>>,
+    /// Draws the counts read.
+    rng: Rng,
 }
 
 /// Checks that `spec` has an expected state (see the module comment).
@@ -88,6 +96,13 @@ pub fn check_supported(spec: &TelemetrySpec) -> Result<(), FieldError> {
 }
 
 impl StatNemo {
+    pub fn new(rng: Rng) -> Self {
+        StatNemo {
+            telemetries: Vec::new(),
+            rng,
+        }
+    }
+
     /// Whether any telemetry is registered (else the engine skips accounting).
     pub fn active(&self) -> bool {
         self.telemetries.iter().any(Option::is_some)
@@ -165,7 +180,7 @@ impl StatNemo {
                             continue;
                         }
                         let r = AddrRange::new(heap.start + lo, heap.start + hi);
-                        let mut n = 0.0;
+                        let (mut n, mut swept) = (0.0, 0.0);
                         for (i, &count) in random.iter().enumerate() {
                             let p = &w.patterns[i];
                             if count > 0.0 && overlaps(p.region, r) {
@@ -176,10 +191,11 @@ impl StatNemo {
                             let p = &w.patterns[*i];
                             if overlaps(p.region, r) {
                                 let share = sweep.bytes_in(p.region, r) / sweep.bytes(p.region);
-                                n += count * share * admits(p.store_share());
+                                swept += count * share * admits(p.store_share());
                             }
                         }
                         t.expected[(base + j) as usize] += k * n;
+                        t.swept[(base + j) as usize] += k * swept;
                     }
                 }
             }
@@ -209,6 +225,7 @@ impl MemTelemetry for StatNemo {
             spec: *spec,
             table: vec![None; spec.entries as usize],
             expected: vec![0.0; spec.states as usize],
+            swept: vec![0.0; spec.states as usize],
         }));
         Ok(TelemetryId(self.telemetries.len() - 1))
     }
@@ -246,7 +263,11 @@ impl MemTelemetry for StatNemo {
     }
 
     fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
-        let installed = self.installed_mut(t)?;
+        let installed = self
+            .telemetries
+            .get_mut(t.0)
+            .and_then(Option::as_mut)
+            .ok_or(DriverError::UnknownTelemetry(t))?;
         let spec = installed.spec;
         let Some(e) = installed.expected.get_mut(index as usize) else {
             return Err(DriverError::IndexOutOfStates {
@@ -254,9 +275,22 @@ impl MemTelemetry for StatNemo {
                 states: spec.states as u64,
             });
         };
-        let change = e.round() as u64;
+        // Random patterns' requests of `k` each: a Poisson number of them around the
+        // expectation; sequential sweeps' requests are not random.
+        let k = match spec.update.operand {
+            Operand::Const(k) => k as f64,
+            Operand::RequestBytes => LINE_BYTES,
+        };
+        let drawn = if k == 0.0 {
+            0.0
+        } else {
+            self.rng.poisson(*e / k) as f64 * k
+        };
+        let swept = &mut installed.swept[index as usize];
+        let change = (drawn + *swept).round() as u64;
         if let ReadEffect::Reset(_) = spec.read_effect {
             *e = 0.0;
+            *swept = 0.0;
         }
         let (init, mask) = (spec.initial(), width_mask(spec.width));
         let saturate = spec.update.overflow == Overflow::Saturate;
@@ -406,11 +440,12 @@ mod tests {
             let mut stat = StatEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
             let x = counts(&mut exact, &hotness(kinds));
             let s = counts(&mut stat, &hotness(kinds));
-            // 2 threads x 200k accesses. A page's count is a sum of Bernoulli draws with
-            // variance at most its mean, so the exact count lies within 5 standard
-            // deviations of the expectation (+1 for the stat engine's rounding) except
-            // with probability below 1e-6 per page; the test is seeded, so it does not
-            // flake, and a wrong share per page (e.g. the hot region's 90 %) fails it.
+            // 2 threads x 200k accesses. Both engines' counts of a page are random with
+            // variance at most its mean mu (a sum of Bernoulli draws; a Poisson draw), so
+            // their difference has a standard deviation of at most sqrt(2 mu): the bound
+            // 5 sqrt(mu) + 1 is 3.5 of those, exceeded with probability ~5e-4 per page;
+            // the test is seeded, so it does not flake, and a wrong share per page
+            // (e.g. the hot region's 90 %) fails it.
             for (i, (&x, &s)) in x.iter().zip(&s).enumerate() {
                 let bound = 5.0 * (s as f64).sqrt() + 1.0;
                 assert!(

@@ -120,36 +120,94 @@ struct Unit {
     count: u64,
 }
 
-impl Memtis {
-    /// The counting units: blocks with samples, and the sampled base pages of split
-    /// blocks (or of every block, `all_base`).
-    fn units(&self, all_base: bool) -> Vec<Unit> {
-        let page = self.config.page.0;
-        let mut out: Vec<Unit> = vec![];
-        for (&s, &(e, c)) in &self.counts.pages {
-            let block = s / page * page;
-            if all_base || self.split.contains(&block) || e - s >= page {
-                let scale = (page / (e - s)).max(1);
-                out.push(Unit {
-                    range: AddrRange::new(s, e),
-                    samples: c,
-                    count: c * scale,
-                });
-                continue;
+/// The counting units: blocks with samples, and the sampled base pages of split blocks
+/// (or of every block, `all_base`).
+fn units_of(counts: &PageCounts, page: u64, split: &BTreeSet<u64>, all_base: bool) -> Vec<Unit> {
+    let mut out: Vec<Unit> = vec![];
+    for (&s, &(e, c)) in &counts.pages {
+        let block = s / page * page;
+        if all_base || split.contains(&block) || e - s >= page {
+            let scale = (page / (e - s)).max(1);
+            out.push(Unit {
+                range: AddrRange::new(s, e),
+                samples: c,
+                count: c * scale,
+            });
+            continue;
+        }
+        match out.last_mut() {
+            Some(u) if u.range.start == block && u.range.len() == page => {
+                u.samples += c;
+                u.count += c;
             }
-            match out.last_mut() {
-                Some(u) if u.range.start == block && u.range.len() == page => {
-                    u.samples += c;
-                    u.count += c;
-                }
-                _ => out.push(Unit {
-                    range: AddrRange::new(block, block + page),
-                    samples: c,
-                    count: c,
-                }),
+            _ => out.push(Unit {
+                range: AddrRange::new(block, block + page),
+                samples: c,
+                count: c,
+            }),
+        }
+    }
+    out
+}
+
+/// (skew index, block, samples on its hot base pages) of every unsplit block of `units`
+/// whose base pages `base` has, as MEMTIS scores them against the base-page threshold.
+fn block_skews(
+    units: &[Unit],
+    base: &[Unit],
+    bp_threshold: u64,
+    page: u64,
+) -> Vec<(usize, u64, u64)> {
+    let mut out = vec![];
+    for u in units
+        .iter()
+        .filter(|u| u.range.len() == page && bin(u.count) < 13)
+    {
+        let (mut squares, mut hot, mut hot_samples) = (0u64, 0u64, 0u64);
+        let mut inside = base
+            .iter()
+            .filter(|b| b.range.start >= u.range.start && b.range.end <= u.range.end)
+            .peekable();
+        // Samples binned by whole blocks say nothing about the base pages.
+        if inside.peek().is_none_or(|b| b.range.len() >= page) {
+            continue;
+        }
+        for b in inside {
+            squares = squares.saturating_add(b.count.saturating_mul(b.count));
+            if b.count >= bp_threshold {
+                hot += 1;
+                hot_samples += b.samples;
             }
         }
-        out
+        if let Some(skew) = (squares / 11).checked_div(hot * hot) {
+            out.push((skew_idx(skew), u.range.start, hot_samples));
+        }
+    }
+    out
+}
+
+/// MEMTIS's skewness bucket (`get_skew_idx`, 0 = not skewed) of every `page`-sized block
+/// with base-page counts in `counts` (4 KiB bins of samples), no block split, the
+/// base-page hot threshold chosen for a fast tier of `capacity` bytes as MEMTIS chooses
+/// it. For measuring how soon a telemetry finds split candidates (docs/NEMO.md).
+pub fn skew_buckets(counts: &PageCounts, page: u64, capacity: u64) -> Vec<(u64, usize)> {
+    let none = BTreeSet::new();
+    let base = units_of(counts, page, &none, true);
+    let bp_threshold = Memtis::threshold_of(&base, capacity);
+    if bp_threshold == u64::MAX {
+        return vec![];
+    }
+    let units = units_of(counts, page, &none, false);
+    let skews = block_skews(&units, &base, bp_threshold, page);
+    skews
+        .into_iter()
+        .map(|(idx, block, _)| (block, idx))
+        .collect()
+}
+
+impl Memtis {
+    fn units(&self, all_base: bool) -> Vec<Unit> {
+        units_of(&self.counts, self.config.page.0, &self.split, all_base)
     }
 
     /// The fast tier's contents as units (never-sampled ones count 0) below
@@ -246,32 +304,7 @@ impl Memtis {
         if gap == 0 {
             return;
         }
-        // (skew index, block, samples on its hot base pages) of every unsplit block.
-        let mut candidates: Vec<(usize, u64, u64)> = vec![];
-        for u in units
-            .iter()
-            .filter(|u| u.range.len() == page && bin(u.count) < 13)
-        {
-            let (mut squares, mut hot, mut hot_samples) = (0u64, 0u64, 0u64);
-            let mut inside = base
-                .iter()
-                .filter(|b| b.range.start >= u.range.start && b.range.end <= u.range.end)
-                .peekable();
-            // Samples binned by whole blocks say nothing about the base pages.
-            if inside.peek().is_none_or(|b| b.range.len() >= page) {
-                continue;
-            }
-            for b in inside {
-                squares = squares.saturating_add(b.count.saturating_mul(b.count));
-                if b.count >= bp_threshold {
-                    hot += 1;
-                    hot_samples += b.samples;
-                }
-            }
-            if let Some(skew) = (squares / 11).checked_div(hot * hot) {
-                candidates.push((skew_idx(skew), u.range.start, hot_samples));
-            }
-        }
+        let mut candidates = block_skews(&units, &base, bp_threshold, page);
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut covered = 0u64;
         for (idx, block, hot_samples) in candidates {
