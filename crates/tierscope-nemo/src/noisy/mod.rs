@@ -211,7 +211,7 @@ impl Config {
         if !(c.min_quota > 0.0 && c.min_quota <= 1.0) {
             return Err(FieldError::new("controller.min_quota", "must be in (0, 1]"));
         }
-        if !(self.mbm_poll_cost_s >= 0.0) {
+        if self.mbm_poll_cost_s.is_nan() || self.mbm_poll_cost_s < 0.0 {
             return Err(FieldError::new("mbm_poll_cost_s", "must be >= 0"));
         }
         let pages: Vec<u64> = self.tenants().iter().map(|t| t.huge_pages).collect();

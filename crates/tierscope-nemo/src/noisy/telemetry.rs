@@ -218,8 +218,8 @@ mod tests {
                 truth[owner] += r.bytes as u64;
                 nemo.access(&r);
             }
-            for t in 0..3 {
-                measured[t] += nemo.read(t) * LINE;
+            for (t, m) in measured.iter_mut().enumerate() {
+                *m += nemo.read(t) * LINE;
             }
             assert_eq!(measured, truth, "after round {round}");
         }
