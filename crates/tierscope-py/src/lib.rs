@@ -10,6 +10,7 @@ mod convert;
 mod cori;
 mod errors;
 mod experiment;
+mod nemo;
 mod registry;
 mod run;
 
@@ -47,6 +48,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cori::cori_baseline, m)?)?;
     m.add_function(wrap_pyfunction!(cori::cori_tune, m)?)?;
     m.add_function(wrap_pyfunction!(cori::cori_trials_to_within, m)?)?;
+    m.add_function(wrap_pyfunction!(nemo::nemo_noisy_neighbour, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
