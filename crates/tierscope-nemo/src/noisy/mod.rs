@@ -56,7 +56,7 @@ pub struct Config {
     pub mbm_intervals_s: Vec<f64>,
     /// CPU time of one MBM poll, s.
     pub mbm_poll_cost_s: f64,
-    /// Cycles of NEMO state reads and interrupts (`nemo_state_read`, `pmu_interrupt`).
+    /// Cycles of NEMO state reads and interrupts (`nemo_state_read`, `nemo_interrupt`).
     pub cost: CostModel,
 }
 

@@ -319,7 +319,7 @@ pub fn run_one(config: &Config, technique: Technique) -> Result<Row, FieldError>
         Watch::Nemo { nemo, .. } => {
             // Costed before the final read, which is the experiment's, not the loop's.
             let cycles = nemo.reads as f64 * config.cost.nemo_state_read
-                + nemo.interrupts as f64 * config.cost.pmu_interrupt;
+                + nemo.interrupts as f64 * config.cost.nemo_interrupt;
             measured += nemo.read(NEIGHBOUR) * LINE;
             Some(cycles / config.cost.cpu_hz / config.duration_s)
         }
