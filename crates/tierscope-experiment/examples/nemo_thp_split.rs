@@ -1,6 +1,6 @@
 //! NEMO's THP split-candidate use case on an experiment file:
-//! `cargo run --release -p tierscope-experiment --example nemo_thp_split -- FILE [FAST_SHARE]`
-//! (FAST_SHARE: the fast tier's share of the heap, default 1/9 = 1:8).
+//! `cargo run --release -p tierscope-experiment --example nemo_thp_split -- FILE [FAST_SHARE...]`
+//! (FAST_SHARE: a fast tier's share of the heap; default 1/3 and 1/9, i.e. 1:2 and 1:8).
 
 use std::path::Path;
 use tierscope_experiment::nemo_thp::{run, ThpSplitOptions};
@@ -17,21 +17,31 @@ fn main() {
         std::process::exit(2)
     });
     let mut opts = ThpSplitOptions::default();
-    if let Some(s) = args.get(2) {
-        opts.fast_share = s.parse().expect("a number");
+    if args.len() > 2 {
+        opts.fast_shares = args[2..]
+            .iter()
+            .map(|s| s.parse().expect("a number"))
+            .collect();
     }
     let rows = run(&exp, &opts).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(1)
     });
-    println!("technique    candidates  95% found (s)  found  false  cpu %");
+    println!("share  technique    candidates  95% found (s)  found  exact  false  cpu %");
     for r in rows {
         let t95 = r
             .found_95_s
             .map_or("never".to_string(), |s| format!("{s:.0}"));
         println!(
-            "{:<12} {:>10}  {:>13}  {:>5.3}  {:>5}  {:>5.2}",
-            r.technique, r.candidates, t95, r.found_end, r.false_candidates, r.cpu_percent
+            "{:.3}  {:<12} {:>10}  {:>13}  {:>5.3}  {:>5.3}  {:>5}  {:>5.2}",
+            r.fast_share,
+            r.technique,
+            r.candidates,
+            t95,
+            r.found_end,
+            r.exact_end,
+            r.false_candidates,
+            r.cpu_percent
         );
         println!("  buckets 0..20: {:?}", r.buckets);
     }

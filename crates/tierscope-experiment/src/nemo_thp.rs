@@ -39,8 +39,9 @@ const BASE: u64 = 4096;
 
 #[derive(Debug, Clone)]
 pub struct ThpSplitOptions {
-    /// The fast tier's share of the heap (1:8 is 1/9).
-    pub fast_share: f64,
+    /// The fast tiers' shares of the heap to score against (1:8 is 1/9): the
+    /// techniques run once, their counts are scored for each.
+    pub fast_shares: Vec<f64>,
     /// How often the techniques' counts are scored.
     pub step: Nanos,
     /// MEMTIS-NEMO: skewness pipelines, huge pages per pipeline, reprogramming period.
@@ -54,7 +55,7 @@ pub struct ThpSplitOptions {
 impl Default for ThpSplitOptions {
     fn default() -> Self {
         ThpSplitOptions {
-            fast_share: 1.0 / 9.0,
+            fast_shares: vec![1.0 / 3.0, 1.0 / 9.0],
             step: 5_000_000_000,
             skew_pipelines: 7,
             pages_per_pipeline: 16,
@@ -66,12 +67,16 @@ impl Default for ThpSplitOptions {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThpSplitRow {
+    /// The fast tier's share of the heap this row was scored for.
+    pub fast_share: f64,
     pub technique: &'static str,
     pub candidates: usize,
     /// Simulated seconds until 95 % of the candidates were identified (None: never).
     pub found_95_s: Option<f64>,
     /// Share of the candidates identified by the end.
     pub found_end: f64,
+    /// Share of the candidates whose bucket equals the truth's at the last scoring.
+    pub exact_end: f64,
     /// Pages given a non-zero bucket that are not candidates, at the end.
     pub false_candidates: usize,
     /// The technique's CPU, % of one core (docs/COST_MODEL.md).
@@ -122,13 +127,8 @@ fn huge_pages(e: &mut dyn Engine) -> Vec<(u64, u64)> {
     out
 }
 
-/// Candidates and the bucket of every page, from the expected per-4 KiB counts of the
-/// whole run.
-fn truth(
-    exp: &Experiment,
-    capacity: u64,
-    opts: &ThpSplitOptions,
-) -> Result<BTreeMap<u64, usize>, RunError> {
+/// Every base page's count over the whole run, scaled to one cooling period.
+fn truth(exp: &Experiment, opts: &ThpSplitOptions) -> Result<PageCounts, RunError> {
     let caps = Capabilities::of(&[Capability::MemTelemetry]);
     let mut e = build::engine(exp, caps, Truth::Accessed)?;
     let pages = huge_pages(e.as_mut());
@@ -154,12 +154,15 @@ fn truth(
             pc.pages.insert(s, (s + BASE, counts[p * 512 + j]));
         }
     }
-    Ok(
-        skew_buckets(&normalised(&pc, opts.cooling_samples), HUGE, capacity)
-            .into_iter()
-            .filter(|&(_, idx)| idx > 0)
-            .collect(),
-    )
+    Ok(normalised(&pc, opts.cooling_samples))
+}
+
+/// The split candidates for a fast tier of `capacity` bytes and their true buckets.
+fn candidates(truth: &PageCounts, capacity: u64) -> BTreeMap<u64, usize> {
+    skew_buckets(truth, HUGE, capacity)
+        .into_iter()
+        .filter(|&(_, idx)| idx > 0)
+        .collect()
 }
 
 /// `counts` scaled to `total` samples in all: MEMTIS's buckets depend on the counts'
@@ -178,6 +181,7 @@ fn normalised(counts: &PageCounts, total: u64) -> PageCounts {
 }
 
 /// Identification bookkeeping shared by both techniques.
+#[derive(Clone)]
 struct Found {
     /// Candidate block -> its true bucket.
     candidates: BTreeMap<u64, usize>,
@@ -187,15 +191,21 @@ struct Found {
     last_flagged: Vec<u64>,
     /// Pages per bucket at the last scoring.
     buckets: Vec<usize>,
+    /// Candidates whose bucket equals the truth's at the last scoring.
+    exact: usize,
     pages: usize,
     total: u64,
+    fast_share: f64,
+    capacity: u64,
 }
 
 impl Found {
-    fn score(&mut self, counts: &PageCounts, capacity: u64, now: Nanos) {
+    fn score(&mut self, counts: &PageCounts, now: Nanos) {
+        let capacity = self.capacity;
         self.last_flagged.clear();
         self.buckets = vec![0; 21];
         self.buckets[0] = self.pages;
+        self.exact = 0;
         for (block, idx) in skew_buckets(&normalised(counts, self.total), HUGE, capacity) {
             self.buckets[0] -= 1;
             self.buckets[idx] += 1;
@@ -204,6 +214,7 @@ impl Found {
             }
             self.last_flagged.push(block);
             if let Some(&truth) = self.candidates.get(&block) {
+                self.exact += (idx == truth) as usize;
                 if idx.abs_diff(truth) <= 1 {
                     self.first.entry(block).or_insert(now);
                 }
@@ -217,6 +228,7 @@ impl Found {
         times.sort_unstable();
         let need = (n * 95).div_ceil(100);
         ThpSplitRow {
+            fast_share: self.fast_share,
             technique,
             candidates: n,
             found_95_s: (need > 0 && times.len() >= need).then(|| times[need - 1] as f64 * 1e-9),
@@ -225,6 +237,7 @@ impl Found {
             } else {
                 times.len() as f64 / n as f64
             },
+            exact_end: self.exact as f64 / n.max(1) as f64,
             false_candidates: self
                 .last_flagged
                 .iter()
@@ -238,8 +251,7 @@ impl Found {
 
 fn memtis_pebs(
     exp: &Experiment,
-    capacity: u64,
-    found: &mut Found,
+    found: &mut [Found],
     opts: &ThpSplitOptions,
 ) -> Result<f64, RunError> {
     let config = MonitorConfig::preset("pebs-memtis").expect("registered preset");
@@ -260,7 +272,9 @@ fn memtis_pebs(
             }
         }
         if t >= next_score {
-            found.score(&counts, capacity, t);
+            for f in found.iter_mut() {
+                f.score(&counts, t);
+            }
             next_score += opts.step;
         }
     }
@@ -269,8 +283,7 @@ fn memtis_pebs(
 
 fn memtis_nemo(
     exp: &Experiment,
-    capacity: u64,
-    found: &mut Found,
+    found: &mut [Found],
     opts: &ThpSplitOptions,
 ) -> Result<f64, RunError> {
     let caps = Capabilities::of(&[Capability::MemTelemetry]);
@@ -332,7 +345,9 @@ fn memtis_nemo(
             mux.programmed().len() as u64 * 512 + hot_mux.programmed().len() as u64;
         cost.nemo_translation_writes += before + after;
         if t >= next_score {
-            found.score(&counts, capacity, t);
+            for f in found.iter_mut() {
+                f.score(&counts, t);
+            }
             next_score += opts.step;
         }
     }
@@ -352,36 +367,119 @@ pub fn run(exp: &Experiment, opts: &ThpSplitOptions) -> Result<Vec<ThpSplitRow>,
         let e = build::engine(exp, Capabilities::default(), Truth::Accessed)?;
         e.heap().len()
     };
-    let capacity = ((heap as f64 * opts.fast_share) as u64).max(HUGE);
-    let candidates = truth(exp, capacity, opts)?;
     let pages = (heap / HUGE) as usize;
-    let mut buckets = vec![0; 21];
-    buckets[0] = pages - candidates.len();
-    for &b in candidates.values() {
-        buckets[b] += 1;
+    let truth = truth(exp, opts)?;
+    let mut found = vec![];
+    let mut truth_rows = vec![];
+    for &share in &opts.fast_shares {
+        let capacity = ((heap as f64 * share) as u64).max(HUGE);
+        let candidates = candidates(&truth, capacity);
+        let mut buckets = vec![0; 21];
+        buckets[0] = pages - candidates.len();
+        for &b in candidates.values() {
+            buckets[b] += 1;
+        }
+        truth_rows.push(ThpSplitRow {
+            fast_share: share,
+            technique: "truth",
+            candidates: candidates.len(),
+            found_95_s: None,
+            found_end: 1.0,
+            exact_end: 1.0,
+            false_candidates: 0,
+            cpu_percent: 0.0,
+            buckets,
+        });
+        found.push(Found {
+            candidates,
+            first: BTreeMap::new(),
+            last_flagged: vec![],
+            buckets: vec![0; 21],
+            exact: 0,
+            pages,
+            total: opts.cooling_samples,
+            fast_share: share,
+            capacity,
+        });
     }
-    let mut rows = vec![ThpSplitRow {
-        technique: "truth",
-        candidates: candidates.len(),
-        found_95_s: None,
-        found_end: 1.0,
-        false_candidates: 0,
-        cpu_percent: 0.0,
-        buckets,
-    }];
-    let fresh = |c: &BTreeMap<u64, usize>| Found {
-        candidates: c.clone(),
-        first: BTreeMap::new(),
-        last_flagged: vec![],
-        buckets: vec![0; 21],
-        pages,
-        total: opts.cooling_samples,
-    };
-    let mut found = fresh(&candidates);
-    let cpu = memtis_pebs(exp, capacity, &mut found, opts)?;
-    rows.push(found.row("memtis-pebs", cpu));
-    let mut found = fresh(&candidates);
-    let cpu = memtis_nemo(exp, capacity, &mut found, opts)?;
-    rows.push(found.row("memtis-nemo", cpu));
+    let mut nemo_found = found.clone();
+    let pebs_cpu = memtis_pebs(exp, &mut found, opts)?;
+    let nemo_cpu = memtis_nemo(exp, &mut nemo_found, opts)?;
+    let mut rows = vec![];
+    for (i, truth_row) in truth_rows.into_iter().enumerate() {
+        rows.push(truth_row);
+        rows.push(found[i].row("memtis-pebs", pebs_cpu));
+        rows.push(nemo_found[i].row("memtis-nemo", nemo_cpu));
+    }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse_experiment, Format};
+    use std::path::Path;
+
+    /// A 400 MB Silo-like store (2 M items of 164 B: ~170 huge pages), 20 s.
+    fn small() -> Experiment {
+        let text = r#"
+name = "thp-small"
+duration = "20s"
+warmup = "0s"
+[machine]
+engine = "stat"
+page_size = "2MiB"
+[workload]
+rate = "10M/s"
+kv = { keys = 2000000, key_size = "64B", value_size = "100B", header = "0B", mix = "ycsb-c", distribution = "scrambled-zipfian", duration = "20s" }
+[[monitors]]
+preset = "pebs-memtis"
+"#;
+        parse_experiment(text, "small.toml", Path::new("."), Format::Toml).unwrap()
+    }
+
+    #[test]
+    fn rows_are_consistent_deterministic_and_nemo_costs_what_it_reads() {
+        let exp = small();
+        let opts = ThpSplitOptions {
+            step: 1_000_000_000,
+            fast_shares: vec![1.0 / 9.0],
+            ..ThpSplitOptions::default()
+        };
+        let rows = run(&exp, &opts).unwrap();
+        assert_eq!(rows.len(), 3);
+        let pages = rows[0].buckets.iter().sum::<usize>();
+        let heap = build::engine(&exp, Capabilities::default(), Truth::Accessed)
+            .unwrap()
+            .heap()
+            .len();
+        assert_eq!(pages as u64, heap / HUGE);
+        for r in &rows {
+            // Every page has one bucket; the candidates are the truth's non-zero ones.
+            assert_eq!(r.buckets.iter().sum::<usize>(), pages, "{r:?}");
+            assert_eq!(r.candidates, pages - rows[0].buckets[0]);
+            assert!((0.0..=1.0).contains(&r.found_end) && r.exact_end <= r.found_end + 1e-12);
+        }
+        assert!(rows[0].candidates > 0);
+        // NEMO sweeps all pages every ceil(pages / 112) periods of 0.5 s (2 s here):
+        // every candidate has been counted whole several times in 20 s.
+        let nemo = &rows[2];
+        assert!(nemo.found_end >= 0.95, "{nemo:?}");
+        // Its CPU by hand: per period, 112 x 512 skewness states and every page's
+        // hotness state read (150 cycles each); translation entries written when first
+        // programmed and on each period's clear + set (200 cycles each).
+        let (skew, hot) = (112u64.min(pages as u64), pages as u64);
+        let periods = exp.duration_ns / opts.period;
+        let reads = periods * (skew * 512 + hot);
+        let writes = (skew + hot) + periods * 2 * (skew + hot);
+        let cycles = reads as f64 * 150.0 + writes as f64 * 200.0;
+        let cpu = 100.0 * cycles / (2.1e9 * exp.duration_ns as f64 * 1e-9);
+        assert!(
+            (nemo.cpu_percent - cpu).abs() < 1e-9,
+            "{} vs {cpu}",
+            nemo.cpu_percent
+        );
+        // Same seed, same rows.
+        assert_eq!(run(&exp, &opts).unwrap(), rows);
+    }
 }

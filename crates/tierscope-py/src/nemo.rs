@@ -74,3 +74,44 @@ pub fn nemo_noisy_neighbour<'py>(
         })
         .collect()
 }
+
+/// NEMO's THP split-candidate use case (paper §5.2) on `experiment` (statistical engine):
+/// per fast-tier share of the heap (1:8 is 1/9), the truth's row, then MEMTIS-PEBS's and
+/// MEMTIS-NEMO's, as dicts (the techniques run once). docs/NEMO.md ("Use case 2").
+#[pyfunction]
+#[pyo3(signature = (experiment, fast_shares = vec![1.0 / 3.0, 1.0 / 9.0]))]
+pub fn nemo_thp_split<'py>(
+    py: Python<'py>,
+    experiment: &crate::experiment::PyExperiment,
+    fast_shares: Vec<f64>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    use tierscope_experiment::nemo_thp::{run, ThpSplitOptions};
+    if let Some(bad) = fast_shares.iter().find(|s| !(**s > 0.0 && **s < 1.0)) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "fast shares must be between 0 and 1, got {bad}"
+        )));
+    }
+    let opts = ThpSplitOptions {
+        fast_shares,
+        ..ThpSplitOptions::default()
+    };
+    let exp = &experiment.inner;
+    let rows = py
+        .detach(|| run(exp, &opts))
+        .map_err(|e| crate::errors::run_error(crate::errors::Failure::Run(e)))?;
+    rows.iter()
+        .map(|r| {
+            let d = PyDict::new(py);
+            d.set_item("fast_share", r.fast_share)?;
+            d.set_item("technique", r.technique)?;
+            d.set_item("candidates", r.candidates)?;
+            d.set_item("found_95_s", r.found_95_s)?;
+            d.set_item("found_end", r.found_end)?;
+            d.set_item("exact_end", r.exact_end)?;
+            d.set_item("false_candidates", r.false_candidates)?;
+            d.set_item("cpu_percent", r.cpu_percent)?;
+            d.set_item("buckets", r.buckets.clone())?;
+            Ok(d)
+        })
+        .collect()
+}

@@ -3,6 +3,8 @@ statistical engine) and print our numbers next to the paper's. `tierscope repro
 telescope-tiering`: the shape of its section 6.3 (tiering driven by each monitor, key-value
 stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/. `tierscope repro cori`: the
 shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/CORI.md).
+`tierscope repro nemo`: the NEMO paper's three use cases (hot-set recovery, THP split
+candidates, noisy neighbour) and the SRAM a terabyte sweep needs (docs/NEMO.md).
 
 The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
 --executor local or ray; stopped, a rerun with the same DIR resumes it). For each
@@ -29,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierscope import paper, repro_cori, repro_tiering
+from tierscope import paper, repro_cori, repro_nemo, repro_tiering
 from tierscope.experiment import config_error
 from tierscope.texttable import align
 
@@ -54,8 +56,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "paper",
-        choices=["telescope", "telescope-tiering", "cori"],
-        help="which paper: telescope (section 6.2), telescope-tiering (section 6.3) or cori "
+        choices=["telescope", "telescope-tiering", "cori", "nemo"],
+        help="which paper: telescope (section 6.2), telescope-tiering (section 6.3), nemo "
+        "(section 5's use cases) or cori "
         "(Figures 1, 3, 5 on generated traces: --seeds)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
@@ -90,6 +93,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=1,
         metavar="N",
         help="cori: generated traces' seeds 1..N (default 1)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="nemo: short runs (hot set 60 s, THP 20 s, noisy neighbour 2 s) to check the "
+        "pipeline; the numbers are not the documented ones",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
@@ -228,6 +237,9 @@ def main(args: argparse.Namespace) -> int:
         args.out = f"runs/repro-{args.paper}"
     if args.paper == "cori":
         return repro_cori.main(Path(args.out), seeds=range(1, max(1, args.seeds) + 1))
+    if args.paper == "nemo":
+        repro_nemo.main(Path(args.out), quick=args.quick)
+        return 0
     if args.paper == "telescope-tiering":
         return repro_tiering.main(
             Path(args.out),
