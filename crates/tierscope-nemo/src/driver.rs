@@ -12,6 +12,7 @@
 
 use crate::controller::Controller;
 use crate::interleave::Interleave;
+use crate::llc::Llc;
 use crate::ops::width_mask;
 use crate::pipeline::{Request, TelemetrySpec};
 use crate::sram;
@@ -86,6 +87,8 @@ pub struct Driver {
     telemetries: Vec<Option<Installed>>,
     /// One value per controller and channel while merging a read.
     copies: Vec<u64>,
+    /// The last-level cache in front of the controllers: only its misses reach them.
+    llc: Option<Llc>,
 }
 
 impl Driver {
@@ -98,7 +101,17 @@ impl Driver {
                 .collect(),
             telemetries: Vec::new(),
             copies: Vec::with_capacity(il.controllers() * il.channels()),
+            llc: None,
         }
+    }
+
+    /// Puts `llc` in front of the controllers (None: every request reaches them).
+    pub fn set_llc(&mut self, llc: Option<Llc>) {
+        self.llc = llc;
+    }
+
+    pub fn llc(&self) -> Option<&Llc> {
+        self.llc.as_ref()
     }
 
     /// A memory request reaching the controllers: the hardware side, not a driver call.
@@ -106,6 +119,11 @@ impl Driver {
     /// pipeline sees it. No allocation.
     #[inline]
     pub fn access(&mut self, req: &Request) {
+        if let Some(llc) = &mut self.llc {
+            if llc.access(req.addr) {
+                return;
+            }
+        }
         let route = self.interleave.route(req.addr);
         self.controllers[route.controller].observe(req, route.channel);
     }

@@ -11,6 +11,7 @@
 pub mod controller;
 pub mod driver;
 pub mod interleave;
+pub mod llc;
 pub mod multiplex;
 pub mod noisy;
 pub mod pipeline;
@@ -21,6 +22,7 @@ pub use tierscope_core::memtel::ops;
 
 pub use driver::{Driver, DriverError, MemTelemetry, NemoConfig, Notification, TelemetryId};
 pub use interleave::{Interleave, Route};
+pub use llc::{Llc, LlcConfig};
 pub use multiplex::{sweep_time, sweep_time_sram, Multiplexer};
 pub use ops::{Operand, Overflow, Predicate, ReadEffect, UpdateOp};
 pub use pipeline::{Filter, Kinds, MaskShift, Notify, Request, TelemetrySpec, Translation, Update};

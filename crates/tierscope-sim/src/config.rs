@@ -97,6 +97,9 @@ pub struct SimMachine {
     pub paging: Paging,
     pub page_size: PageSize,
     pub tlb: TlbConfig,
+    /// A last-level cache in front of the memory controllers (exact engine): only its
+    /// misses reach NEMO's pipelines. None: every access does.
+    pub llc: Option<tierscope_nemo::LlcConfig>,
 }
 
 impl Default for SimMachine {
@@ -105,6 +108,7 @@ impl Default for SimMachine {
             paging: Paging::FourLevel,
             page_size: PageSize::Base4K,
             tlb: TlbConfig::default(),
+            llc: None,
         }
     }
 }

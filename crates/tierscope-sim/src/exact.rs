@@ -112,6 +112,8 @@ impl ExactEngine {
             })
             .collect();
         let truth = TruthRecorder::new(layout.heap, params.block_size, params.truth_threshold);
+        let mut nemo = Driver::new(NemoConfig::prototype());
+        nemo.set_llc(config.llc.as_ref().map(tierscope_nemo::Llc::new));
         Ok(ExactEngine {
             mmu,
             pmu: ExactPmu::default(),
@@ -119,7 +121,7 @@ impl ExactEngine {
             streams,
             truth,
             tiers: None,
-            nemo: Driver::new(NemoConfig::prototype()),
+            nemo,
             now: 0,
             cost: CostCounters::default(),
         })

@@ -111,6 +111,10 @@ pub struct MachineConfig {
     /// `[machine.kvm]`: options of the KVM engine (only with `engine = "kvm"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kvm: Option<KvmOptions>,
+    /// `llc = { size = "32MiB", ways = 16 }`: a last-level cache in front of the memory
+    /// controllers, so that NEMO sees its misses (engine `exact` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llc: Option<tierscope_nemo::LlcConfig>,
 }
 
 impl Default for MachineConfig {
@@ -121,6 +125,7 @@ impl Default for MachineConfig {
             page_size: PageSize::Base4K,
             tlb: TlbConfig::default(),
             kvm: None,
+            llc: None,
         }
     }
 }
@@ -150,6 +155,16 @@ impl MachineConfig {
             return Err(FieldError::new("kvm", "only for engine = \"kvm\""));
         }
         self.tlb.validate().map_err(|e| e.under("tlb"))?;
+        if let Some(llc) = &self.llc {
+            if self.engine != EngineKind::Exact {
+                return Err(FieldError::new(
+                    "llc",
+                    "only for engine = \"exact\" (the statistical engine has no cache \
+                     model for it, and the kvm engine's cache is the real one)",
+                ));
+            }
+            llc.validate().map_err(|e| e.under("llc"))?;
+        }
         if self.engine == EngineKind::Kvm {
             if self.paging_levels == Some(5) {
                 return Err(FieldError::new(
@@ -194,6 +209,7 @@ impl MachineConfig {
             paging: self.paging(),
             page_size: self.page_size,
             tlb: self.tlb,
+            llc: self.llc,
         }
     }
 }

@@ -539,3 +539,28 @@ preset = "nemo-hotset"
     assert_eq!(e.line, Some(line_of(&text(""), "[[monitors]]")));
     assert!(parse(&text("entries = 16384")).is_ok());
 }
+
+#[test]
+fn an_llc_is_for_the_exact_engine_and_has_a_valid_shape() {
+    let text = |engine: &str, llc: &str| {
+        format!(
+            r#"
+[machine]
+engine = "{engine}"
+llc = {llc}
+[workload]
+regions = [{{ name = "a", size = "1GiB" }}]
+phases = [{{ name = "p", duration = "1s", patterns = [{{ region = "a", kind = "random" }}] }}]
+[[monitors]]
+preset = "nemo-hotset"
+"#
+        )
+    };
+    let good = r#"{ size = "32MiB", ways = 16 }"#;
+    let exp = parse(&text("exact", good)).unwrap();
+    assert_eq!(exp.machine.sim().llc.unwrap().ways, 16);
+    let e = parse(&text("stat", good)).unwrap_err();
+    assert_eq!(e.field, "machine.llc", "{e}");
+    let e = parse(&text("exact", r#"{ size = "3MiB", ways = 16 }"#)).unwrap_err();
+    assert_eq!(e.field, "machine.llc.size", "{e}");
+}

@@ -414,6 +414,30 @@ mod tests {
     }
 
     #[test]
+    fn exact_llc_passes_only_its_misses() {
+        // 256 KiB (4,096 lines) read at random by 2 threads for 200 ms (409,600
+        // accesses): behind a 1 MiB LLC every line misses once and then always hits, so
+        // NEMO counts at most 4,096 requests, exactly the LLC's misses; without it, all.
+        let spec = parse_masim("small, 256KiB\n\np\n1000\nsmall, 1, 64, 1, ro\n").unwrap();
+        let llc = tierscope_nemo::LlcConfig {
+            size: tierscope_core::units::Size(1 << 20),
+            ways: 16,
+        };
+        let machine = SimMachine {
+            llc: Some(llc),
+            ..SimMachine::default()
+        };
+        let mut e = ExactEngine::new(&machine, &params(&spec)).unwrap();
+        let total: u64 = counts(&mut e, &hotness(Kinds::Both)).iter().sum();
+        let accesses = e.stats().accesses;
+        assert_eq!(accesses, 409_600);
+        assert!(total > 4_000 && total <= 4_096, "{total}");
+        let mut plain = ExactEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+        let all: u64 = counts(&mut plain, &hotness(Kinds::Both)).iter().sum();
+        assert_eq!(all, accesses);
+    }
+
+    #[test]
     fn exact_reads_and_writes_split_the_total() {
         let spec = workload();
         let run = |kinds| {
