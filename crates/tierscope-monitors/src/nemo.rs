@@ -212,7 +212,7 @@ impl NemoMonitor {
             .expect("the rule is valid and fits a prototype controller (validated config)");
         let keys = self.pages.iter().map(|p| p.key).collect();
         let mux = Multiplexer::new(nemo, ids, keys).expect("keys within the mask");
-        m.cost_mut().nemo_translation_writes += mux.programmed().len() as u64;
+        m.cost_mut().nemo_translation_writes += mux.writes();
         self.mux = Some(mux);
     }
 
@@ -222,7 +222,7 @@ impl NemoMonitor {
         for p in &mut self.pages {
             p.age = p.age.map(|a| a + 1);
         }
-        let before = mux.programmed().len() as u64;
+        let (before, writes_before) = (mux.programmed().len() as u64, mux.writes());
         let nemo = m.mem_telemetry().expect("installed on this machine");
         let pages = &mut self.pages;
         let period = self.cfg.pebs_period;
@@ -235,10 +235,9 @@ impl NemoMonitor {
             }
         })
         .expect("programmed keys and regions are valid");
-        let after = mux.programmed().len() as u64;
         let c = m.cost_mut();
         c.nemo_state_reads += before;
-        c.nemo_translation_writes += before + after;
+        c.nemo_translation_writes += mux.writes() - writes_before;
     }
 
     /// The pages read this window with a scaled count, as a PEBS monitor reports its

@@ -354,7 +354,7 @@ impl NemoRuleMonitor {
             .expect("the rule was validated and fits the prototype (parse time)");
         let keys = self.regions.iter().map(|r| r.0).collect();
         let mux = Multiplexer::new(nemo, vec![t], keys).expect("keys within the mask");
-        m.cost_mut().nemo_translation_writes += mux.programmed().len() as u64;
+        m.cost_mut().nemo_translation_writes += mux.writes();
         self.telemetry = Some(mux);
     }
 
@@ -364,7 +364,7 @@ impl NemoRuleMonitor {
         let Some(mux) = &mut self.telemetry else {
             return out;
         };
-        let before = mux.programmed().len() as u64;
+        let (before, writes_before) = (mux.programmed().len() as u64, mux.writes());
         let nemo = m.mem_telemetry().expect("installed on this machine");
         let (regions, init) = (&self.regions, self.spec.initial());
         mux.scan(nemo, |key, states| {
@@ -389,10 +389,9 @@ impl NemoRuleMonitor {
         // coalesce on the pending line until it is handled (docs/NEMO.md).
         nemo.drain_notifications(&mut self.notifications);
         let raised = self.notifications.drain(..).count() as u64;
-        let after = mux.programmed().len() as u64;
         let c = m.cost_mut();
         c.nemo_state_reads += before * self.spec.span();
-        c.nemo_translation_writes += before + after;
+        c.nemo_translation_writes += mux.writes() - writes_before;
         c.nemo_interrupts += raised;
         out.sort_by_key(|r| r.start);
         out
