@@ -23,8 +23,7 @@ use crate::config::{EngineKind, Experiment};
 use crate::run::RunError;
 use std::collections::BTreeMap;
 use tierscope_core::memtel::{
-    Filter, Kinds, MaskShift, Operand, Overflow, ReadEffect, TelemetrySpec, Translation, Update,
-    UpdateOp,
+    Filter, Kinds, MaskShift, ReadEffect, TelemetrySpec, Translation, Update,
 };
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Capabilities, Capability, CostCounters, Engine, Nanos};
@@ -99,11 +98,7 @@ fn basepage_spec(table_pages: u64, states: u64) -> TelemetrySpec {
             primary: MaskShift::bits(21, 21 + bits),
             sub: Some(MaskShift::bits(12, 21)),
         },
-        update: Update {
-            op: UpdateOp::Add,
-            operand: Operand::Const(1),
-            overflow: Overflow::Wrap,
-        },
+        update: Update::COUNT,
         notify: None,
         read_effect: ReadEffect::Reset(0),
         entries: 1 << bits,

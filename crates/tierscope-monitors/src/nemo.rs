@@ -19,8 +19,7 @@
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use tierscope_core::memtel::{
-    Filter, Kinds, MaskShift, Operand, Overflow, ReadEffect, TelemetrySpec, Translation, Update,
-    UpdateOp,
+    Filter, Kinds, MaskShift, ReadEffect, TelemetrySpec, Translation, Update,
 };
 use tierscope_core::units::{Duration, NS_PER_MS};
 use tierscope_core::{
@@ -128,11 +127,7 @@ impl NemoConfig {
                 primary: MaskShift::bits(21, 21 + bits),
                 sub: None,
             },
-            update: Update {
-                op: UpdateOp::Add,
-                operand: Operand::Const(1),
-                overflow: Overflow::Wrap,
-            },
+            update: Update::COUNT,
             notify: None,
             read_effect: ReadEffect::Reset(0),
             entries: self.entries,

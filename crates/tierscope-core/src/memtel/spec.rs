@@ -78,6 +78,15 @@ pub struct Update {
     pub overflow: Overflow,
 }
 
+impl Update {
+    /// Add 1 per request, wrapping: the access counter of Listings 1 and 2.
+    pub const COUNT: Update = Update {
+        op: UpdateOp::Add,
+        operand: Operand::Const(1),
+        overflow: Overflow::Wrap,
+    };
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Notify {
     pub predicate: Predicate,
