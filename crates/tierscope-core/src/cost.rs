@@ -46,6 +46,8 @@ pub struct CostCounters {
     pub nemo_state_reads: u64,
     /// Memory-controller translation entries written (set or cleared).
     pub nemo_translation_writes: u64,
+    /// "PML log full" VM exits taken on the workload's cores (simulated PML).
+    pub pml_exits: u64,
 }
 
 impl CostCounters {
@@ -87,6 +89,7 @@ impl CostCounters {
         self.hint_faults += o.hint_faults;
         self.nemo_state_reads += o.nemo_state_reads;
         self.nemo_translation_writes += o.nemo_translation_writes;
+        self.pml_exits += o.pml_exits;
     }
 }
 
@@ -139,6 +142,9 @@ pub struct CostModel {
     pub nemo_state_read: f64,
     /// Writing one NEMO translation entry (a posted MMIO store to each controller).
     pub nemo_translation_write: f64,
+    /// One "PML log full" VM exit on a workload core: the exit and re-entry round trip
+    /// plus the host moving the 512 entries into its dirty bitmap (docs/COST_MODEL.md).
+    pub pml_exit: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -164,6 +170,7 @@ impl Default for CostModel {
             hint_fault: 3_000.0,
             nemo_state_read: 150.0,
             nemo_translation_write: 200.0,
+            pml_exit: 12_000.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -189,12 +196,15 @@ impl CostModel {
             + c.hint_faults as f64 * self.hint_fault
             + c.nemo_state_reads as f64 * self.nemo_state_read
             + c.nemo_translation_writes as f64 * self.nemo_translation_write
+            + c.pml_exits as f64 * self.pml_exit
     }
 
-    /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults)
-    /// rather than on a monitoring thread.
+    /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults,
+    /// PML exits) rather than on a monitoring thread.
     pub fn workload_core_cycles(&self, c: &CostCounters) -> f64 {
-        c.pmu_interrupts as f64 * self.pmu_interrupt + c.hint_faults as f64 * self.hint_fault
+        c.pmu_interrupts as f64 * self.pmu_interrupt
+            + c.hint_faults as f64 * self.hint_fault
+            + c.pml_exits as f64 * self.pml_exit
     }
 
     /// Nanoseconds `cycles` take at `cpu_hz`.

@@ -52,7 +52,13 @@ pub fn engine(
             .as_ref()
             .filter(|_| needs.contains(Capability::Tiers))
             .map(|t| &t.setup);
-        tierscope_sim::build_engine(kind, &exp.machine.sim(), &params, tiers)
+        tierscope_sim::build_engine(
+            kind,
+            &exp.machine.sim(),
+            &params,
+            tiers,
+            truth == Truth::Written,
+        )
             .map_err(RunError::Engine)
     };
     match exp.machine.engine {
