@@ -48,6 +48,8 @@ pub struct CostCounters {
     pub nemo_translation_writes: u64,
     /// Memory-controller telemetry interrupts handled (a notify predicate held).
     pub nemo_interrupts: u64,
+    /// "PML log full" VM exits taken on the workload's cores (simulated PML).
+    pub pml_exits: u64,
 }
 
 impl CostCounters {
@@ -90,6 +92,7 @@ impl CostCounters {
         self.nemo_state_reads += o.nemo_state_reads;
         self.nemo_translation_writes += o.nemo_translation_writes;
         self.nemo_interrupts += o.nemo_interrupts;
+        self.pml_exits += o.pml_exits;
     }
 }
 
@@ -144,6 +147,9 @@ pub struct CostModel {
     pub nemo_translation_write: f64,
     /// Handling one NEMO notification interrupt (an MSI, the driver's dispatch).
     pub nemo_interrupt: f64,
+    /// One "PML log full" VM exit on a workload core: the exit and re-entry round trip
+    /// plus the host moving the 512 entries into its dirty bitmap (docs/COST_MODEL.md).
+    pub pml_exit: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,
 }
@@ -170,6 +176,7 @@ impl Default for CostModel {
             nemo_state_read: 150.0,
             nemo_translation_write: 200.0,
             nemo_interrupt: 4_200.0,
+            pml_exit: 12_000.0,
             cpu_hz: 2.1e9,
         }
     }
@@ -196,12 +203,15 @@ impl CostModel {
             + c.nemo_state_reads as f64 * self.nemo_state_read
             + c.nemo_translation_writes as f64 * self.nemo_translation_write
             + c.nemo_interrupts as f64 * self.nemo_interrupt
+            + c.pml_exits as f64 * self.pml_exit
     }
 
-    /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults)
-    /// rather than on a monitoring thread.
+    /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults,
+    /// PML exits) rather than on a monitoring thread.
     pub fn workload_core_cycles(&self, c: &CostCounters) -> f64 {
-        c.pmu_interrupts as f64 * self.pmu_interrupt + c.hint_faults as f64 * self.hint_fault
+        c.pmu_interrupts as f64 * self.pmu_interrupt
+            + c.hint_faults as f64 * self.hint_fault
+            + c.pml_exits as f64 * self.pml_exit
     }
 
     /// Nanoseconds `cycles` take at `cpu_hz`.

@@ -109,6 +109,7 @@ fn run(
         &exp.machine.sim(),
         params,
         None,
+        false,
     )
     .expect("engine");
     let hot = engine

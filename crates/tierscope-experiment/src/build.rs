@@ -52,8 +52,14 @@ pub fn engine(
             .as_ref()
             .filter(|_| needs.contains(Capability::Tiers))
             .map(|t| &t.setup);
-        tierscope_sim::build_engine(kind, &exp.machine.sim(), &params, tiers)
-            .map_err(RunError::Engine)
+        tierscope_sim::build_engine(
+            kind,
+            &exp.machine.sim(),
+            &params,
+            tiers,
+            truth == Truth::Written,
+        )
+        .map_err(RunError::Engine)
     };
     match exp.machine.engine {
         EngineKind::Exact => sim(SimEngine::Exact),

@@ -5,6 +5,7 @@ use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::mmu::Mmu;
 use crate::page_table::PageTable;
+use crate::pml::Pml;
 use crate::stream::AccessStream;
 use crate::tiers::TierState;
 use crate::truth::TruthRecorder;
@@ -14,7 +15,7 @@ use tierscope_core::rng::Rng;
 use tierscope_core::tiers::TierSetup;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    Nanos, Paging, Pmu, PmuEvent, PmuSample, Tiers,
+    Nanos, Paging, Pmu, PmuEvent, PmuSample, Tiers, WriteLog,
 };
 use tierscope_nemo::{Driver, NemoConfig, Request};
 
@@ -127,6 +128,11 @@ impl ExactEngine {
         })
     }
 
+    /// Scores the truth on writes only (a write log's truth: `Truth::Written`).
+    pub fn set_written_truth(&mut self) {
+        self.truth.set_writes_only();
+    }
+
     /// Gives the machine memory tiers, placed as `setup` says.
     pub fn set_tiers(&mut self, setup: &TierSetup) {
         self.tiers = Some(TierState::new(setup, &self.layout));
@@ -146,7 +152,7 @@ impl ExactEngine {
             if filled == PREFETCH_DISTANCE {
                 let (old_va, old_w) = ring[head];
                 mmu.access(0, old_va, old_w);
-                truth.record(old_va);
+                truth.record(old_va, old_w);
                 if let Some(t) = tiers.as_deref_mut() {
                     t.record(old_va, old_w);
                 }
@@ -163,7 +169,7 @@ impl ExactEngine {
         for k in 0..filled {
             let (va, w) = ring[(head + PREFETCH_DISTANCE - filled + k) % PREFETCH_DISTANCE];
             mmu.access(0, va, w);
-            truth.record(va);
+            truth.record(va, w);
             if let Some(t) = tiers.as_deref_mut() {
                 t.record(va, w);
             }
@@ -188,7 +194,7 @@ impl ExactEngine {
                 let mut i = s.issued();
                 s.run(step, |va, w| {
                     mmu.access(core, va, w);
-                    truth.record(va);
+                    truth.record(va, w);
                     if let Some(t) = tiers.as_deref_mut() {
                         t.record(va, w);
                     }
@@ -294,6 +300,16 @@ impl Machine for ExactEngine {
         Some(&mut self.pmu)
     }
 
+    /// Simulated PML (crate::pml); logging starts with the first call.
+    fn write_log(&mut self) -> Option<&mut dyn WriteLog> {
+        let (heap, huge) = (self.layout.heap, self.mmu.has_huge());
+        let pml = self
+            .mmu
+            .pml
+            .get_or_insert_with(|| Box::new(Pml::new(heap, huge)));
+        Some(pml.as_mut() as &mut dyn WriteLog)
+    }
+
     fn split_huge(&mut self, va: u64) -> bool {
         self.mmu.pt.split_huge(va)
     }
@@ -330,12 +346,22 @@ impl Engine for ExactEngine {
             return;
         }
         let target = self.streams[0].count_at(t);
+        if let Some(p) = self.mmu.pml.as_deref_mut() {
+            if p.take_invept() {
+                // The drain cleared EPT dirty bits: INVEPT drops every cached translation.
+                self.mmu.flush(Flush::All);
+                self.cost.flushes_full += 1;
+            }
+        }
         if let Some(pmu) = self.pmu.programmed {
             self.advance_sampled(target, pmu);
         } else if self.streams.len() == 1 {
             self.advance_single(target);
         } else {
             self.advance_threads(target, None);
+        }
+        if let Some(p) = self.mmu.pml.as_deref_mut() {
+            self.cost.pml_exits += p.take_exits();
         }
         self.now = t;
     }

@@ -8,6 +8,7 @@ pub mod exact;
 pub mod layout;
 pub mod mmu;
 pub mod page_table;
+pub mod pml;
 pub mod stat;
 pub mod stream;
 pub mod tiers;
@@ -41,18 +42,24 @@ pub enum SimEngine {
     Stat,
 }
 
-/// Builds a simulated engine, with memory tiers when `tiers` is given.
+/// Builds a simulated engine, with memory tiers when `tiers` is given. With
+/// `written_truth` the exact engine's truth counts stores only (for a write log; the
+/// statistical engine has no write log).
 pub fn build_engine(
     kind: SimEngine,
     machine: &SimMachine,
     params: &WorkloadParams,
     tiers: Option<&TierSetup>,
+    written_truth: bool,
 ) -> Result<Box<dyn Engine>, String> {
     Ok(match kind {
         SimEngine::Exact => {
             let mut e = exact::ExactEngine::new(machine, params)?;
             if let Some(t) = tiers {
                 e.set_tiers(t);
+            }
+            if written_truth {
+                e.set_written_truth();
             }
             Box::new(e)
         }

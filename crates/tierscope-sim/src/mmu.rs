@@ -10,6 +10,7 @@
 use crate::cache::SetAssoc;
 use crate::config::TlbConfig;
 use crate::page_table::{index_at, EntryRef, PageTable};
+use crate::pml::Pml;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::{Flush, Level, MachineStats};
 
@@ -91,6 +92,9 @@ pub struct Mmu {
     /// Whether any 2 MiB mapping exists; saves the 2 MiB TLB probes when not.
     has_huge: bool,
     pub stats: MachineStats,
+    /// Simulated PML, once a monitor asked for the write log (`None`: no cost but one
+    /// check per store and per walk step).
+    pub pml: Option<Box<Pml>>,
 }
 
 impl Mmu {
@@ -100,12 +104,30 @@ impl Mmu {
             cores: (0..cores).map(|_| Core::new(tlb)).collect(),
             has_huge,
             stats: MachineStats::default(),
+            pml: None,
         }
     }
 
-    /// One load or store by `core` at `va`, which must be mapped.
+    /// Whether any 2 MiB mapping exists.
+    pub fn has_huge(&self) -> bool {
+        self.has_huge
+    }
+
+    /// One load or store by `core` at `va`, which must be mapped. With PML on, a store
+    /// sets its page's EPT dirty bit after the translation (whose walk, if any, dirtied
+    /// the page tables first).
     #[inline(always)]
     pub fn access(&mut self, core: usize, va: u64, write: bool) {
+        self.translate(core, va, write);
+        if write {
+            if let Some(p) = self.pml.as_deref_mut() {
+                p.data_write(va);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn translate(&mut self, core: usize, va: u64, write: bool) {
         self.stats.accesses += 1;
         let c = &mut self.cores[core];
         let (p4, p2) = (va >> 12, va >> 21);
@@ -165,6 +187,7 @@ impl Mmu {
         self.stats.walks += 1;
         let c = &mut self.cores[core];
         let pt = &mut self.pt;
+        let mut pml = self.pml.as_deref_mut();
         let root = pt.paging().root();
         let mut table = 0u32;
         let mut level = root;
@@ -187,6 +210,10 @@ impl Mmu {
             };
             debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
             self.stats.walk_loads += 1;
+            if let Some(p) = pml.as_deref_mut() {
+                // EPT A/D on: the walker's access to the table counts as a write.
+                p.table_load(table, level, va);
+            }
             pt.set_accessed(e);
             if level == Level::Pte || pt.is_huge(e) {
                 if write {

@@ -12,6 +12,8 @@ pub struct TruthRecorder {
     counts: Vec<u32>,
     /// Blocks whose count left zero in this window, so closing a window costs only them.
     touched: Vec<u32>,
+    /// Count stores only (the truth of a write log).
+    writes_only: bool,
 }
 
 impl TruthRecorder {
@@ -26,11 +28,23 @@ impl TruthRecorder {
             threshold,
             counts: vec![0; (last_block - first_block + 1) as usize],
             touched: vec![],
+            writes_only: false,
         }
     }
 
+    /// From now on, count stores only, and a block with one store is hot (the truth of
+    /// a write log: blocks with at least one page written).
+    pub fn set_writes_only(&mut self) {
+        self.writes_only = true;
+        self.threshold = 1;
+    }
+
+    /// Counts an access to `va` (a store when `write`).
     #[inline(always)]
-    pub fn record(&mut self, va: u64) {
+    pub fn record(&mut self, va: u64, write: bool) {
+        if self.writes_only & !write {
+            return;
+        }
         debug_assert!(va >= self.heap_start);
         let i = ((va >> self.shift) - self.first_block) as usize;
         let c = &mut self.counts[i];
@@ -94,10 +108,22 @@ mod tests {
             base + (4 << 20),
             base + (4 << 20) + 1,
         ] {
-            t.record(va);
+            t.record(va, false);
         }
         let b0 = base >> 21;
         assert_eq!(t.take(), vec![(b0, b0 + 1), (b0 + 2, b0 + 3)]);
         assert_eq!(t.take(), vec![]);
+    }
+
+    #[test]
+    fn writes_only_counts_one_store_and_no_load() {
+        let base = 0x7f00_0000_0000u64;
+        let mut t = TruthRecorder::new(AddrRange::new(base, base + (16 << 20)), 2 << 20, 5);
+        t.set_writes_only();
+        t.record(base, false);
+        t.record(base, false);
+        t.record(base + (2 << 20), true);
+        let b0 = base >> 21;
+        assert_eq!(t.take(), vec![(b0 + 1, b0 + 2)]);
     }
 }

@@ -54,7 +54,7 @@ fn run(
         block_size: 2 << 20,
         truth_threshold: 1,
     };
-    let mut e = build_engine(engine, &cfg, &params, None).unwrap();
+    let mut e = build_engine(engine, &cfg, &params, None, false).unwrap();
     let regions: Vec<(u64, u64)> = {
         // Region i spans the mapping named heap:<name>.
         spec.regions

@@ -51,7 +51,15 @@ impl EngineKind {
     /// The optional hardware the engine offers monitors.
     pub const fn capabilities(self) -> Capabilities {
         match self {
-            EngineKind::Exact | EngineKind::Stat => {
+            EngineKind::Exact => Capabilities::of(&[
+                Capability::Pmu,
+                Capability::WriteLog,
+                Capability::Tiers,
+                Capability::MemTelemetry,
+            ]),
+            // No write log: the statistical engine does not execute the stores whose
+            // first occurrence PML logs (docs/MACHINE.md, "Simulated PML").
+            EngineKind::Stat => {
                 Capabilities::of(&[Capability::Pmu, Capability::Tiers, Capability::MemTelemetry])
             }
             EngineKind::Kvm => Capabilities::of(&[Capability::WriteLog]),
