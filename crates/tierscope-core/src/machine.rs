@@ -293,4 +293,10 @@ pub trait Engine: Machine + Send {
     fn stats(&self) -> MachineStats;
 
     fn as_machine(&mut self) -> &mut dyn Machine;
+
+    /// Whether the workload has ended before the run's time was up (a real program that
+    /// exited); simulated workloads run for as long as asked.
+    fn finished(&self) -> bool {
+        false
+    }
 }

@@ -64,13 +64,7 @@ pub(crate) fn program(vm: &Vm, params: &KvmParams) -> Result<(), KvmError> {
 
     // Low memory: GDT, guest code, control page.
     let low = &vm.low;
-    // GDT: 0x10 kernel code, 0x18 kernel data, 0x23 user code (32-bit), 0x2b user
-    // data, 0x33 user code (64-bit).
-    low.store(abi::GDT_ADDR + 0x10, 0x00af_9b00_0000_ffff);
-    low.store(abi::GDT_ADDR + 0x18, 0x00cf_9300_0000_ffff);
-    low.store(abi::GDT_ADDR + 0x20, 0x00cf_fb00_0000_ffff);
-    low.store(abi::GDT_ADDR + 0x28, 0x00cf_f300_0000_ffff);
-    low.store(abi::GDT_ADDR + 0x30, 0x00af_fb00_0000_ffff);
+    write_gdt(low);
     low.write_bytes(abi::CODE_ADDR, abi::GUEST_BIN);
     let c = |off: u64, v: u64| crate::ctrl::store(low, off, v);
     c(ctrl::HEAP_VA, l.heap_va);
@@ -128,6 +122,24 @@ pub(crate) fn program(vm: &Vm, params: &KvmParams) -> Result<(), KvmError> {
     Ok(())
 }
 
+/// The GDT: 0x10 kernel code, 0x18 kernel data, 0x23 user code (32-bit), 0x2b user data,
+/// 0x33 user code (64-bit).
+pub(crate) fn write_gdt(low: &crate::mem::Mmap) {
+    low.store(abi::GDT_ADDR + 0x10, 0x00af_9b00_0000_ffff);
+    low.store(abi::GDT_ADDR + 0x18, 0x00cf_9300_0000_ffff);
+    low.store(abi::GDT_ADDR + 0x20, 0x00cf_fb00_0000_ffff);
+    low.store(abi::GDT_ADDR + 0x28, 0x00cf_f300_0000_ffff);
+    low.store(abi::GDT_ADDR + 0x30, 0x00af_fb00_0000_ffff);
+}
+
+/// Where a vCPU starts: instruction and stack pointers, `rdi`, and CR4 bits beyond PAE.
+pub(crate) struct Entry {
+    pub rip: u64,
+    pub rsp: u64,
+    pub rdi: u64,
+    pub cr4_extra: u64,
+}
+
 fn seg(selector: u16, code: bool) -> kvm_segment {
     kvm_segment {
         base: 0,
@@ -146,7 +158,19 @@ fn seg(selector: u16, code: bool) -> kvm_segment {
     }
 }
 
+/// A vCPU of the synthetic workload's guest: its code, its own stack, `rdi` = its id.
 pub(crate) fn setup_vcpu(vm: &Vm, id: usize) -> Result<VcpuFd, KvmError> {
+    let entry = Entry {
+        rip: abi::CODE_ADDR,
+        rsp: abi::STACK_BASE + (id as u64 + 1) * abi::STACK_SIZE,
+        rdi: id as u64,
+        cr4_extra: 0,
+    };
+    create_vcpu(vm, id, &entry)
+}
+
+/// Creates vCPU `id` in 64-bit user mode at `entry`.
+pub(crate) fn create_vcpu(vm: &Vm, id: usize, entry: &Entry) -> Result<VcpuFd, KvmError> {
     let vcpu = vm
         .fd
         .create_vcpu(id as u64)
@@ -178,16 +202,16 @@ pub(crate) fn setup_vcpu(vm: &Vm, id: usize) -> Result<VcpuFd, KvmError> {
     s.tr.present = 1;
     s.tr.type_ = 11;
     s.cr3 = abi::PML4_ADDR;
-    s.cr4 = 1 << 5; // PAE
-                    // PE | MP | ET | NE | WP | AM | PG
+    s.cr4 = (1 << 5) | entry.cr4_extra; // PAE
+                                        // PE | MP | ET | NE | WP | AM | PG
     s.cr0 = 1 | (1 << 1) | (1 << 4) | (1 << 5) | (1 << 16) | (1 << 18) | (1 << 31);
     s.efer = 1 | (1 << 8) | (1 << 10) | (1 << 11); // SCE | LME | LMA | NXE
     vcpu.set_sregs(&s)
         .map_err(|e| KvmError::kvm("KVM_SET_SREGS", e))?;
     let regs = kvm_bindings::kvm_regs {
-        rip: abi::CODE_ADDR,
-        rsp: abi::STACK_BASE + (id as u64 + 1) * abi::STACK_SIZE,
-        rdi: id as u64,
+        rip: entry.rip,
+        rsp: entry.rsp,
+        rdi: entry.rdi,
         rflags: 0x3202, // IOPL 3, IF
         ..Default::default()
     };

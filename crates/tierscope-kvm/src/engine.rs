@@ -3,7 +3,7 @@
 //! on, drain KVM's dirty log through the write-log capability. Booting is `boot.rs`, the
 //! control page `ctrl.rs`, pacing `pacer.rs`, the dirty log `dirty_log.rs`.
 
-use crate::abi::{self, ctrl, pte, vcpu as vc};
+use crate::abi::{self, ctrl, vcpu as vc};
 use crate::boot::{self, run_vcpu, setup_vcpu};
 use crate::ctrl::{swap_bytes, vcpu_word};
 use crate::dirty_log::{DirtyLog, KvmWriteLog};
@@ -362,7 +362,7 @@ fn kick_signal() -> libc::c_int {
     sig
 }
 
-fn kick(h: &JoinHandle<()>) {
+pub(crate) fn kick(h: &JoinHandle<()>) {
     use std::os::unix::thread::JoinHandleExt;
     let sig = kick_signal();
     // SAFETY: the thread has not been joined (we hold its handle), so its pthread_t is valid;
@@ -420,47 +420,21 @@ impl Machine for KvmEngine {
     }
 
     fn accessed(&mut self, level: Level, va: u64) -> Option<bool> {
-        let (e, steps) = self.vm().entry_gpa(level, va)?;
-        let v = self.vm().phys_u64(e).load(Ordering::Acquire);
-        if v & pte::PRESENT == 0 {
-            return None;
-        }
-        self.cost.charge_read(steps);
-        Some(v & pte::ACCESSED != 0)
+        crate::bits::accessed(&self.shared.vm, &mut self.cost, level, va)
     }
 
     fn test_and_clear_accessed(&mut self, level: Level, va: u64) -> Option<bool> {
-        let (e, steps) = self.vm().entry_gpa(level, va)?;
-        let a = self.shared.vm.phys_u64(e);
-        if a.load(Ordering::Relaxed) & pte::PRESENT == 0 {
-            return None;
-        }
-        let old = a.fetch_and(!pte::ACCESSED, Ordering::AcqRel) & pte::ACCESSED != 0;
-        self.cost.charge_test_and_clear(steps, old);
-        Some(old)
+        crate::bits::test_and_clear_accessed(&self.shared.vm, &mut self.cost, level, va)
     }
 
     fn dirty(&mut self, va: u64) -> Option<bool> {
         let level = self.leaf_level(va)?;
-        let (e, steps) = self.vm().entry_gpa(level, va)?;
-        let v = self.vm().phys_u64(e).load(Ordering::Acquire);
-        self.cost.charge_read(steps);
-        Some(v & pte::DIRTY != 0)
+        crate::bits::dirty(&self.shared.vm, &mut self.cost, level, va)
     }
 
     fn test_and_clear_dirty(&mut self, va: u64) -> Option<bool> {
         let level = self.leaf_level(va)?;
-        let (e, steps) = self.vm().entry_gpa(level, va)?;
-        let old = self
-            .shared
-            .vm
-            .phys_u64(e)
-            .fetch_and(!pte::DIRTY, Ordering::AcqRel)
-            & pte::DIRTY
-            != 0;
-        self.cost.charge_read(steps);
-        self.cost.clear_ops += 1;
-        Some(old)
+        crate::bits::test_and_clear_dirty(&self.shared.vm, &mut self.cost, level, va)
     }
 
     /// Counted like the simulator (one page flush per 4 KiB page up to the ceiling, else one

@@ -3,6 +3,7 @@
 //! and DIRTY bits, and KVM's dirty log records real guest writes. See docs/KVM.md.
 
 pub mod abi;
+mod bits;
 mod boot;
 mod ctrl;
 mod dirty_log;
@@ -10,6 +11,7 @@ mod engine;
 mod mem;
 pub mod options;
 mod pacer;
+pub mod program;
 mod stats;
 mod vm;
 

@@ -64,6 +64,29 @@ impl Mmap {
         }
     }
 
+    /// Drops the contents of `[off, off + len)` (page-aligned): the host frees the pages
+    /// and the next touch reads zeros (an unmapped and re-mapped anonymous page).
+    pub fn discard(&self, off: u64, len: u64) {
+        assert!(off.is_multiple_of(4096) && len.is_multiple_of(4096) && (off + len) as usize <= self.len);
+        // SAFETY: advice on a page-aligned range inside this mapping; MADV_DONTNEED only
+        // replaces its contents with zero pages, which every reader (atomics, the guest)
+        // tolerates.
+        unsafe {
+            libc::madvise(
+                self.ptr.add(off as usize).cast(),
+                len as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
+
+    /// The byte at `off` (in bounds).
+    pub fn byte(&self, off: u64) -> u8 {
+        assert!((off as usize) < self.len);
+        // SAFETY: in bounds (checked above); a racy read of guest memory is a plain byte.
+        unsafe { self.ptr.add(off as usize).read_volatile() }
+    }
+
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }

@@ -37,6 +37,13 @@ pub struct Layout {
     pub pt_gpa: u64,
     pub pt_size: u64,
     pub heap_gpa: u64,
+    /// Bytes of the low slot identity-mapped (2 MiB pages) for the guest: all of it for
+    /// the synthetic workload's code, stacks and arrays; the first 2 MiB (GDT) for a
+    /// program, whose own image may start at 4 MiB.
+    pub low_map_len: u64,
+    /// Whether the heap's leaf entries start present (the synthetic workload), or not (a
+    /// program: the host sets them as it maps memory, `crate::program`).
+    pub leaves_present: bool,
 }
 
 impl Layout {
@@ -58,6 +65,47 @@ impl Layout {
                 "heap of {heap_len} bytes is too large for the KVM engine (max 256 TiB)"
             )));
         }
+        Layout::with_heap(abi::HEAP_VA, heap_len, regions, page_size, block_size)
+    }
+
+    /// A program's layout: one heap window of `heap_len` bytes at `heap_va` (2 MiB
+    /// aligned, at least 2 MiB) holding its image, stack and memory, in 4 KiB pages that
+    /// start unmapped; only the first 2 MiB of the low slot are identity-mapped.
+    pub fn for_program(heap_va: u64, heap_len: u64, block_size: u64) -> Result<Layout, KvmError> {
+        if !heap_va.is_multiple_of(MIB2) || heap_va < MIB2 || !heap_len.is_multiple_of(MIB2) {
+            return Err(KvmError::Config(format!(
+                "program window {heap_va:#x} + {heap_len:#x} is not 2 MiB aligned above 2 MiB"
+            )));
+        }
+        if !block_size.is_power_of_two() || block_size < 4096 {
+            return Err(KvmError::Config(format!(
+                "block size {block_size} is not a power of two >= 4096"
+            )));
+        }
+        let mut l = Layout::with_heap(
+            heap_va,
+            heap_len,
+            vec![(0, heap_len)],
+            PageSize::Base4K,
+            block_size,
+        )?;
+        l.low_map_len = MIB2;
+        l.leaves_present = false;
+        Ok(l)
+    }
+
+    fn with_heap(
+        heap_va: u64,
+        heap_len: u64,
+        regions: Vec<(u64, u64)>,
+        page_size: PageSize,
+        block_size: u64,
+    ) -> Result<Layout, KvmError> {
+        if heap_va + heap_len > (1 << 47) {
+            return Err(KvmError::Config(format!(
+                "heap of {heap_len} bytes at {heap_va:#x} passes the 47-bit address space"
+            )));
+        }
         let block_shift = block_size.trailing_zeros();
         let truth_len = align_up(heap_len.div_ceil(block_size), 4096);
         let written_len = align_up(heap_len / 4096, 4096);
@@ -71,8 +119,8 @@ impl Layout {
             )));
         }
         let spans = |shift: u32| {
-            let a = abi::HEAP_VA >> shift;
-            let b = (abi::HEAP_VA + heap_len - 1) >> shift;
+            let a = heap_va >> shift;
+            let b = (heap_va + heap_len - 1) >> shift;
             b - a + 1
         };
         let mut tables = spans(Level::Pml4.span_shift()) + spans(Level::Pud.span_shift());
@@ -83,7 +131,7 @@ impl Layout {
         let pt_gpa = abi::PT_SLOT_ADDR;
         let heap_gpa = align_up(pt_gpa + pt_size, 1 << 30);
         Ok(Layout {
-            heap_va: abi::HEAP_VA,
+            heap_va,
             heap_len,
             regions,
             page_size,
@@ -96,6 +144,8 @@ impl Layout {
             pt_gpa,
             pt_size,
             heap_gpa,
+            low_map_len: abi::LOW_LIMIT,
+            leaves_present: true,
         })
     }
 }
@@ -224,10 +274,11 @@ impl Vm {
         let mut leaves = vec![];
         let low = &self.low;
         let flags = pte::PRESENT | pte::WRITABLE | pte::USER;
-        // Low 1 GiB identity map with 2 MiB pages: code, control, stacks, truth arrays.
+        // Low identity map with 2 MiB pages: code, control, stacks, truth arrays (all of
+        // the low 1 GiB), or only the GDT's first 2 MiB for a program.
         low.store(abi::PML4_ADDR, abi::PDPT_LOW_ADDR | flags);
         low.store(abi::PDPT_LOW_ADDR, abi::PD_LOW_ADDR | flags);
-        for i in 0..512u64 {
+        for i in 0..self.layout.low_map_len / MIB2 {
             low.store(abi::PD_LOW_ADDR + i * 8, (i * MIB2) | flags | pte::HUGE);
         }
 
@@ -271,11 +322,13 @@ impl Vm {
                 PageSize::Base4K => {
                     let pt = table_of(pde);
                     leaves.push((pt, va, 4096));
-                    for i in 0..512u64 {
-                        self.phys_u64(pt + i * 8).store(
-                            (gpa + i * 4096) | flags,
-                            std::sync::atomic::Ordering::Relaxed,
-                        );
+                    if l.leaves_present {
+                        for i in 0..512u64 {
+                            self.phys_u64(pt + i * 8).store(
+                                (gpa + i * 4096) | flags,
+                                std::sync::atomic::Ordering::Relaxed,
+                            );
+                        }
                     }
                 }
             }

@@ -184,16 +184,6 @@ MONITOR
             says: "engines with it: exact, stat",
         },
         Case {
-            engine: "exact",
-            machine: "",
-            size: "64MiB",
-            pattern: uniform,
-            monitor: "preset = \"pml\"",
-            key: "preset",
-            field: "monitors[0].preset",
-            says: "write log",
-        },
-        Case {
             engine: "stat",
             machine: "",
             size: "64MiB",
@@ -201,7 +191,7 @@ MONITOR
             monitor: "type = \"pml\"",
             key: "\"pml\"",
             field: "monitors[0].type",
-            says: "engines with it: kvm",
+            says: "engines with it: exact, kvm",
         },
         Case {
             engine: "exact",

@@ -1,0 +1,103 @@
+//! The program's vCPU loop: run until a rewritten `syscall` exits to the host, perform the
+//! call, resume; end on `exit`/`exit_group`, on a fault, or when the engine stops.
+
+use super::engine::{Outcome, ProgShared};
+use super::patch::SYSCALL_PORT;
+use super::syscalls::{After, Call};
+use kvm_ioctls::{VcpuExit, VcpuFd};
+use std::sync::atomic::Ordering;
+
+pub(super) fn run(shared: &ProgShared, mut vcpu: VcpuFd) {
+    let outcome = loop {
+        let port = match vcpu.run() {
+            Ok(VcpuExit::IoOut(port, _)) => port,
+            Ok(other) => {
+                let what = format!("{other:?}");
+                break fault(shared, &vcpu, &what);
+            }
+            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+                if shared.stop.load(Ordering::Acquire) {
+                    break Outcome::Stopped;
+                }
+                continue;
+            }
+            Err(e) => break Outcome::Error(format!("KVM_RUN: {e}")),
+        };
+        if port != SYSCALL_PORT {
+            break fault(shared, &vcpu, &format!("a write to I/O port {port:#x}"));
+        }
+        match syscall(shared, &mut vcpu) {
+            Ok(None) => {}
+            Ok(Some(o)) => break o,
+            Err(e) => break Outcome::Error(e),
+        }
+    };
+    *shared.outcome.lock().expect("outcome") = Some(outcome);
+    shared.done.store(true, Ordering::Release);
+}
+
+/// Performs the call the guest just made; `Some` when the program ended.
+fn syscall(shared: &ProgShared, vcpu: &mut VcpuFd) -> Result<Option<Outcome>, String> {
+    let mut regs = vcpu.get_regs().map_err(|e| format!("KVM_GET_REGS: {e}"))?;
+    let mut sregs = None;
+    if regs.rax == 158 {
+        sregs = Some(
+            vcpu.get_sregs()
+                .map_err(|e| format!("KVM_GET_SREGS: {e}"))?,
+        );
+    }
+    let call = Call {
+        nr: regs.rax,
+        args: [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9],
+        fs_base: sregs.as_ref().map_or(0, |s| s.fs.base),
+    };
+    let (r, after) = shared
+        .process
+        .lock()
+        .expect("process")
+        .call(&shared.vm, call);
+    // What `syscall` leaves: the result in rax, the return address in rcx, flags in r11.
+    regs.rax = r as u64;
+    regs.rcx = regs.rip;
+    regs.r11 = regs.rflags;
+    match after {
+        After::Exit(code) => return Ok(Some(Outcome::Exited(code))),
+        After::Resume => {}
+        After::FlushAndResume => shared.vm.zap_shadow().map_err(|e| e.to_string())?,
+        After::SetFs(base) => {
+            let mut s = sregs.expect("read for arch_prctl");
+            s.fs.base = base;
+            vcpu.set_sregs(&s)
+                .map_err(|e| format!("KVM_SET_SREGS: {e}"))?;
+        }
+    }
+    vcpu.set_regs(&regs)
+        .map_err(|e| format!("KVM_SET_REGS: {e}"))?;
+    Ok(None)
+}
+
+/// The one-line report of a program that stopped on something other than a call.
+fn fault(shared: &ProgShared, vcpu: &VcpuFd, what: &str) -> Outcome {
+    let regs = vcpu.get_regs().ok();
+    let sregs = vcpu.get_sregs().ok();
+    let rip = regs.as_ref().map_or(0, |r| r.rip);
+    let process = shared.process.lock().expect("process");
+    let mut why = String::new();
+    if process.space.check(rip, 2).is_ok() {
+        let off = rip - process.space.window().start;
+        let b = |i: u64| shared.vm.heap.byte(off + i);
+        if (b(0), b(1)) == (0x0f, 0x05) {
+            why = " (a `syscall` instruction the loader did not find)".into();
+        }
+    } else {
+        why = " (instruction pointer outside the program's memory)".into();
+    }
+    if let Some(s) = &sregs {
+        if s.cr2 != 0 && !process.space.contains(s.cr2) {
+            why = format!(" (access to unmapped address {:#x})", s.cr2);
+        }
+    }
+    Outcome::Faulted(format!(
+        "the program stopped with {what} at rip {rip:#x}{why}"
+    ))
+}
