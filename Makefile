@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # maturin installs into the environment named by VIRTUAL_ENV.
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: venv build run test browser
+.PHONY: venv build run test browser musl
 
 # The environment: maturin (the build backend) plus the runtime, dev and ray (the sweep
 # executor's optional extra, tested here) dependencies listed in pyproject.toml. The
@@ -38,7 +38,14 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "chromium could not be installed: the browser tests will be skipped"
 
-test: build browser
+# Debian's musl-gcc, which builds the static programs the kvm engine runs in its tests
+# (programs/, crates/tierscope-kvm/tests/program.rs); without it those tests skip.
+musl:
+	@command -v musl-gcc >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null) || \
+		echo "musl-tools could not be installed: the program tests will be skipped"
+
+test: build browser musl
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release

@@ -135,6 +135,9 @@ class MonitorResult:
     windows: dict[str, Array]
     snapshots: Snapshots
     truth: Truth
+    #: How a real program ended (exit status, time, system calls); None for synthetic
+    #: workloads.
+    program: str | None = None
 
     @property
     def nr_windows(self) -> int:
@@ -158,6 +161,8 @@ class MonitorResult:
         out["machine"] = dict(self.machine)
         out["impact"] = dict(self.impact)
         out["monitor_cpu_ns"] = self.monitor_cpu_ns
+        if self.program is not None:
+            out["program"] = self.program
         out["windows"] = self.window_records()
         return out
 
@@ -226,7 +231,16 @@ class PolicyResult:
 
 
 #: The columns of `MonitorResult.metrics()` that are not summary fields.
-_NOT_SUMMARY = ("kind", "intervals", "cost", "machine", "impact", "monitor_cpu_ns", "windows")
+_NOT_SUMMARY = (
+    "kind",
+    "intervals",
+    "cost",
+    "machine",
+    "impact",
+    "monitor_cpu_ns",
+    "program",
+    "windows",
+)
 
 
 class RunResult:
@@ -272,6 +286,7 @@ class RunResult:
                 windows=_arrays(m["windows"], WINDOW_DTYPES),
                 snapshots=Snapshots(**_arrays(m["snapshots"], SNAPSHOT_DTYPES)),
                 truth=Truth(**_arrays(m["truth"], TRUTH_DTYPES), block_size=raw["block_size"]),
+                program=m.get("program"),
             )
         policies = {}
         raw_policies = raw.get("policies") or []
@@ -318,6 +333,7 @@ class RunResult:
                 windows=pick("windows", WINDOW_DTYPES),
                 snapshots=Snapshots(**pick("snapshots", SNAPSHOT_DTYPES)),
                 truth=Truth(**pick("truth", TRUTH_DTYPES), block_size=block_size),
+                program=m.get("program"),
             )
         policies = {}
         for name, p in (metrics.get("policies") or {}).items():

@@ -299,4 +299,10 @@ pub trait Engine: Machine + Send {
     fn finished(&self) -> bool {
         false
     }
+
+    /// At the end of a run: a line on how a real program ended (`Ok(None)` for a
+    /// simulated workload), or the reason the run failed (the program faulted).
+    fn end_report(&mut self) -> Result<Option<String>, String> {
+        Ok(None)
+    }
 }

@@ -6,6 +6,7 @@ use crate::config::{EngineKind, Experiment};
 use crate::run::RunError;
 use tierscope_core::rng::Rng;
 use tierscope_core::{Capabilities, Capability, Engine, Monitor};
+use tierscope_kvm::program::{ProgramEngine, ProgramParams};
 use tierscope_kvm::{KvmEngine, KvmError, KvmParams};
 use tierscope_monitors::Truth;
 use tierscope_sim::{SimEngine, WorkloadParams};
@@ -64,6 +65,15 @@ pub fn engine(
     match exp.machine.engine {
         EngineKind::Exact => sim(SimEngine::Exact),
         EngineKind::Stat => sim(SimEngine::Stat),
+        EngineKind::Kvm if exp.workload.program.is_some() => {
+            let prog = exp.workload.program.as_ref().expect("a program");
+            let mut p = ProgramParams::new(&prog.path, prog.args.clone());
+            p.env = prog.env.clone();
+            p.memory = prog.memory;
+            p.seed = exp.seed;
+            p.block_size = exp.block_size;
+            Ok(Box::new(ProgramEngine::new(&p).map_err(kvm_error)?))
+        }
         EngineKind::Kvm => {
             let o = exp.machine.kvm_options();
             let mut p = KvmParams::new(&exp.workload.spec);

@@ -70,6 +70,8 @@ pub struct MonitorRun {
     /// ns, on the kvm engine (host flushes included); 0 on the simulated engines, whose
     /// outputs stay reproducible byte for byte.
     pub monitor_cpu_ns: u64,
+    /// How the real program ended (exit status, time, system calls), on a program run.
+    pub program: Option<String>,
 }
 
 /// A whole experiment's outcome.

@@ -169,7 +169,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
     let real = exp.machine.engine.is_real();
     loop {
         let t = monitor.next_wakeup();
-        if t > exp.duration_ns {
+        if t > exp.duration_ns || engine.finished() {
             break;
         }
         engine.advance_to(t);
@@ -193,6 +193,9 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
     }
     engine.advance_to(exp.duration_ns);
     progress.set(index, exp.duration_ns);
+    // A real program ends when it exits: its run lasts that long.
+    let duration_ns = exp.duration_ns.min(engine.as_machine().now().max(1));
+    let program = engine.end_report().map_err(RunError::Engine)?;
 
     let block_shift = exp.block_size.trailing_zeros();
     let windows = evaluate::windows(
@@ -208,7 +211,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         &windows,
         &cost,
         &exp.cost,
-        exp.duration_ns,
+        duration_ns,
         exp.warmup_ns,
         &changes,
     );
@@ -227,6 +230,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
             machine: engine.stats(),
             impact: Default::default(),
             monitor_cpu_ns,
+            program,
         },
         heap,
         mappings,

@@ -158,6 +158,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "machine": m.machine,
             "impact": m.impact,
             "monitor_cpu_ns": m.monitor_cpu_ns,
+            "program": m.program,
         })).collect::<Vec<_>>(),
         "policies": r.policies,
     });

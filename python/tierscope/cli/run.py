@@ -345,6 +345,10 @@ def main(args: argparse.Namespace) -> int:
     else:
         exp = load_experiment(source)
     result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads)
+    for m in result.monitors.values():
+        if m.program is not None and not args.quiet:
+            # The program's own output went to stdout; how it ended goes beside it.
+            print(f"{m.name}: {m.program}", file=sys.stderr)
     if not args.quiet:
         print(format_table(result))
         policies = format_policy_table(result)

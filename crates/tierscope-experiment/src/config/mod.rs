@@ -38,6 +38,12 @@ struct WorkloadFile {
     phases: Option<Vec<PhaseSpec>>,
     kv: Option<KvSpec>,
     gups: Option<GupsSpec>,
+    /// A real program and its arguments (engine `kvm`; docs/PROGRAMS.md).
+    program: Option<Vec<String>>,
+    /// The program's environment, `NAME=value` each (empty by default).
+    env: Option<Vec<String>>,
+    /// The program's memory window (image, heap, mmaps, stack); default 1 GiB.
+    memory: Option<Size>,
     /// Memory accesses per application operation (set by `kv`; throughput in operations
     /// per second divides by it).
     accesses_per_op: Option<f64>,
@@ -99,7 +105,24 @@ pub struct Workload {
     pub threads: u32,
     /// Memory accesses per application operation, when the workload has operations.
     pub accesses_per_op: Option<f64>,
+    /// A real program instead of a synthetic workload (`spec` then holds one region, its
+    /// memory window, and no phases).
+    pub program: Option<Program>,
 }
+
+/// A real program an experiment runs on the kvm engine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Program {
+    /// The executable, resolved against the experiment file's folder.
+    pub path: PathBuf,
+    /// `argv`, `argv[0]` as written.
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub memory: u64,
+}
+
+/// Without a `duration`, a program runs until it exits or for this long.
+const PROGRAM_DEFAULT_LIMIT_NS: u64 = 3600 * NS_PER_S;
 
 /// A complete, validated experiment.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +152,18 @@ impl Experiment {
     /// The experiment as a document in the file format, every default filled in and
     /// presets expanded: it parses back to an equal experiment.
     pub fn to_document(&self) -> Value {
-        let mut workload = serde_json::to_value(&self.workload.spec).expect("specs serialise");
+        let mut workload = match &self.workload.program {
+            Some(p) => serde_json::json!({
+                "program": p.args.iter().enumerate().map(|(i, a)| if i == 0 {
+                    p.path.display().to_string()
+                } else {
+                    a.clone()
+                }).collect::<Vec<_>>(),
+                "env": p.env,
+                "memory": Size(p.memory),
+            }),
+            None => serde_json::to_value(&self.workload.spec).expect("specs serialise"),
+        };
         workload["rate"] = Value::from(self.workload.rate);
         workload["threads"] = Value::from(self.workload.threads);
         if let Some(a) = self.workload.accesses_per_op {
@@ -243,9 +277,17 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
     }
 
     let w = file.workload;
-    let generators = w.kv.is_some() as u8 + w.gups.is_some() as u8;
+    let program = program(&w, base_dir, machine.engine)?;
+    let generators = w.kv.is_some() as u8 + w.gups.is_some() as u8 + program.is_some() as u8;
     let mut accesses_per_op = w.accesses_per_op;
     let spec = match (&w.masim, &w.regions, &w.phases) {
+        (None, None, None) if program.is_some() && generators == 1 => WorkloadSpec {
+            regions: vec![RegionSpec {
+                name: "program".into(),
+                size: Size(program.as_ref().expect("a program").memory),
+            }],
+            phases: vec![],
+        },
         (None, None, None) if generators == 1 => {
             if let Some(kv) = &w.kv {
                 kv.validate().map_err(|e| e.under("workload.kv"))?;
@@ -276,16 +318,18 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         _ => {
             return Err(FieldError::new(
                 "workload",
-                "give one of `masim = \"FILE\"`, both `regions` and `phases`, `kv = {...}` or \
-                 `gups = {...}`",
+                "give one of `masim = \"FILE\"`, both `regions` and `phases`, `kv = {...}`, \
+                 `gups = {...}` or `program = [\"PATH\", ARGS...]`",
             ))
         }
     };
-    spec.validate().map_err(|e| e.under("workload"))?;
-    machine
-        .engine
-        .check_workload(&spec)
-        .map_err(|e| e.under("workload"))?;
+    if program.is_none() {
+        spec.validate().map_err(|e| e.under("workload"))?;
+        machine
+            .engine
+            .check_workload(&spec)
+            .map_err(|e| e.under("workload"))?;
+    }
     machine.resolve(&spec).map_err(|e| e.under("machine"))?;
     if w.rate.0 == 0 {
         return Err(FieldError::new("workload.rate", "must be positive"));
@@ -374,7 +418,11 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         None => None,
     };
 
-    let duration_ns = file.duration.map(|d| d.0).unwrap_or(spec.phases_duration());
+    let duration_ns = file.duration.map(|d| d.0).unwrap_or(if program.is_some() {
+        PROGRAM_DEFAULT_LIMIT_NS
+    } else {
+        spec.phases_duration()
+    });
     if duration_ns == 0 {
         return Err(FieldError::new("duration", "must be positive"));
     }
@@ -398,6 +446,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             rate: w.rate.0,
             threads: w.threads,
             accesses_per_op,
+            program,
         },
         monitors: entries,
         tiering,
@@ -406,3 +455,60 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
 
 #[cfg(test)]
 mod tests;
+
+/// The `program` of `[workload]`, checked: engine kvm, an existing file, a window size.
+fn program(
+    w: &WorkloadFile,
+    base_dir: &Path,
+    engine: EngineKind,
+) -> Result<Option<Program>, FieldError> {
+    let Some(argv) = &w.program else {
+        if w.env.is_some() || w.memory.is_some() {
+            return Err(FieldError::new(
+                if w.env.is_some() { "workload.env" } else { "workload.memory" },
+                "only with `program = [...]`",
+            ));
+        }
+        return Ok(None);
+    };
+    let Some(first) = argv.first() else {
+        return Err(FieldError::new(
+            "workload.program",
+            "expected [\"PATH\", ARGS...], got an empty list",
+        ));
+    };
+    if engine != EngineKind::Kvm {
+        return Err(FieldError::new(
+            "workload.program",
+            "a real program runs on engine = \"kvm\" only (for the exact engine, record a trace)",
+        ));
+    }
+    let path = Path::new(first);
+    let path = if path.is_absolute() { path.to_path_buf() } else { base_dir.join(path) };
+    if !path.is_file() {
+        return Err(FieldError::new(
+            "workload.program",
+            format!("{} is not a file", path.display()),
+        ));
+    }
+    let memory = w.memory.map_or(1 << 30, |m| m.0);
+    if !(16 << 20..=1 << 40).contains(&memory) {
+        return Err(FieldError::new(
+            "workload.memory",
+            format!("expected 16MiB to 1TiB, got {memory} bytes"),
+        ));
+    }
+    let env = w.env.clone().unwrap_or_default();
+    if let Some(bad) = env.iter().find(|e| !e.contains('=')) {
+        return Err(FieldError::new(
+            "workload.env",
+            format!("expected NAME=value, got `{bad}`"),
+        ));
+    }
+    Ok(Some(Program {
+        path,
+        args: argv.clone(),
+        env,
+        memory,
+    }))
+}

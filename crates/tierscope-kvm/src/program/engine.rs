@@ -164,6 +164,7 @@ pub struct ProgramEngine {
     cost: CostCounters,
     log: Fanout,
     syscall_sites: usize,
+    path: std::path::PathBuf,
 }
 
 fn config(path: &std::path::Path, what: impl std::fmt::Display) -> KvmError {
@@ -287,6 +288,7 @@ impl ProgramEngine {
                 monitor_reads: false,
             },
             syscall_sites: sites,
+            path: p.path.clone(),
         };
         engine.refresh_mappings();
         let sh = shared.clone();
@@ -470,5 +472,19 @@ impl Engine for ProgramEngine {
 
     fn finished(&self) -> bool {
         ProgramEngine::finished(self)
+    }
+
+    fn end_report(&mut self) -> Result<Option<String>, String> {
+        self.note_end();
+        let r = self.report();
+        let secs = r.elapsed_ns as f64 * 1e-9;
+        let head = match &r.outcome {
+            Some(Outcome::Exited(code)) => format!("exited with status {code} after {secs:.3} s"),
+            None | Some(Outcome::Stopped) => format!("still running after {secs:.3} s: stopped"),
+            Some(Outcome::Faulted(m)) | Some(Outcome::Error(m)) => {
+                return Err(format!("{}: {m}", self.path.display()))
+            }
+        };
+        Ok(Some(format!("{}: {head}; {}", self.path.display(), r.syscalls.summary())))
     }
 }

@@ -106,6 +106,30 @@ pub struct SyscallCounts {
     pub first_efault: Option<(u64, u64, u64)>,
 }
 
+impl SyscallCounts {
+    /// One line: calls made, those refused (ENOSYS) and bad buffers (EFAULT).
+    pub fn summary(&self) -> String {
+        let total: u64 = self.done.values().sum();
+        let mut s = format!("{total} system calls");
+        if !self.unsupported.is_empty() {
+            let list: Vec<String> = self
+                .unsupported
+                .iter()
+                .map(|(nr, n)| format!("{nr} x{n}"))
+                .collect();
+            s += &format!(", unsupported (ENOSYS): {}", list.join(", "));
+        }
+        if let Some((nr, addr, len)) = self.first_efault {
+            s += &format!(
+                ", {} bad buffers (EFAULT; first: {}({addr:#x}, {len} bytes))",
+                self.efaults,
+                name(nr).unwrap_or("?")
+            );
+        }
+        s
+    }
+}
+
 /// The host side of the program: its address space, descriptors and counters.
 pub struct Process {
     pub space: Space,
