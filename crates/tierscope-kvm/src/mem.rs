@@ -67,7 +67,11 @@ impl Mmap {
     /// Drops the contents of `[off, off + len)` (page-aligned): the host frees the pages
     /// and the next touch reads zeros (an unmapped and re-mapped anonymous page).
     pub fn discard(&self, off: u64, len: u64) {
-        assert!(off.is_multiple_of(4096) && len.is_multiple_of(4096) && (off + len) as usize <= self.len);
+        assert!(
+            off.is_multiple_of(4096)
+                && len.is_multiple_of(4096)
+                && (off + len) as usize <= self.len
+        );
         // SAFETY: advice on a page-aligned range inside this mapping; MADV_DONTNEED only
         // replaces its contents with zero pages, which every reader (atomics, the guest)
         // tolerates.

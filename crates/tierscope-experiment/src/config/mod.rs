@@ -465,7 +465,11 @@ fn program(
     let Some(argv) = &w.program else {
         if w.env.is_some() || w.memory.is_some() {
             return Err(FieldError::new(
-                if w.env.is_some() { "workload.env" } else { "workload.memory" },
+                if w.env.is_some() {
+                    "workload.env"
+                } else {
+                    "workload.memory"
+                },
                 "only with `program = [...]`",
             ));
         }
@@ -484,7 +488,11 @@ fn program(
         ));
     }
     let path = Path::new(first);
-    let path = if path.is_absolute() { path.to_path_buf() } else { base_dir.join(path) };
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base_dir.join(path)
+    };
     if !path.is_file() {
         return Err(FieldError::new(
             "workload.program",

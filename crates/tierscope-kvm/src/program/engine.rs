@@ -485,6 +485,10 @@ impl Engine for ProgramEngine {
                 return Err(format!("{}: {m}", self.path.display()))
             }
         };
-        Ok(Some(format!("{}: {head}; {}", self.path.display(), r.syscalls.summary())))
+        Ok(Some(format!(
+            "{}: {head}; {}",
+            self.path.display(),
+            r.syscalls.summary()
+        )))
     }
 }

@@ -1,0 +1,146 @@
+//! Real static programs (programs/*.c, built here with Debian's musl-gcc) in the micro-VM.
+//! Where /dev/kvm could not be opened at build time they are reported as ignored; where
+//! musl-gcc is missing (`make musl` installs it) they fail with that reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use tierscope_core::{Engine, Machine};
+use tierscope_kvm::program::{Outcome, ProgramEngine, ProgramParams};
+
+/// Builds programs/NAME.c into a temporary folder; returns the executable.
+fn build(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../programs/{name}.c"));
+    let out = dir.join(name);
+    let status = Command::new("musl-gcc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .expect("musl-gcc is needed for the program tests (make musl installs it)");
+    assert!(status.success(), "musl-gcc {src:?} failed");
+    out
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tierscope-prog-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(path: &Path, args: &[&str]) -> ProgramEngine {
+    let mut argv = vec![path.display().to_string()];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let mut e = ProgramEngine::new(&ProgramParams::new(path, argv)).unwrap();
+    assert!(e.wait(Duration::from_secs(60)), "the program did not end");
+    e
+}
+
+#[test]
+#[cfg_attr(not(kvm_host), ignore = "needs /dev/kvm")]
+fn a_program_writes_the_same_file_as_natively_and_its_writes_are_logged() {
+    let dir = tmp("hello");
+    let exe = build("hello", &dir);
+    let native = dir.join("native.txt");
+    let guest = dir.join("guest.txt");
+    let st = Command::new(&exe)
+        .args(["--out", native.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let mut e = run(&exe, &["--out", guest.to_str().unwrap()]);
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    assert_eq!(
+        std::fs::read(&guest).unwrap(),
+        std::fs::read(&native).unwrap()
+    );
+    // The 8 MiB buffer was written page by page: every one of its pages is in the write
+    // log, inside an mmap area (musl's malloc maps large blocks).
+    let mut written = vec![];
+    e.write_log().unwrap().drain_written(&mut written);
+    let maps = e.mappings().to_vec();
+    let in_mmap = written
+        .iter()
+        .filter(|&&p| {
+            maps.iter()
+                .any(|m| m.name == "program:mmap" && m.range.contains(p))
+        })
+        .count();
+    // The buffer is unmapped (free) by the end; the log still names its pages.
+    assert!(written.windows(2).all(|w| w[0] < w[1]));
+    assert!(
+        written.len() >= 2048,
+        "{} pages written, {in_mmap} in mmaps",
+        written.len()
+    );
+    // The truth saw the same writes (its own copy of the log).
+    let truth = e.take_truth();
+    assert!(!truth.is_empty());
+    let report = e.end_report().unwrap().unwrap();
+    assert!(report.contains("exited with status 0"), "{report}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(not(kvm_host), ignore = "needs /dev/kvm")]
+fn bad_pointers_and_unknown_calls_fail_the_call_not_the_host() {
+    let dir = tmp("misbehave");
+    let exe = build("misbehave", &dir);
+    // A host buffer that must stay as it is.
+    let canary = vec![0x5au8; 1 << 20];
+    let mut e = run(&exe, &["badptr"]);
+    // The program checks errno itself: status 0 means it saw EFAULT.
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    let c = e.report().syscalls;
+    assert_eq!(c.efaults, 1);
+    assert_eq!(c.first_efault, Some((1, 0x1000, 16)));
+    let line = e.end_report().unwrap().unwrap();
+    assert!(line.contains("EFAULT") && !line.contains('\n'), "{line}");
+
+    let mut e = run(&exe, &["enosys"]);
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    assert_eq!(e.report().syscalls.unsupported.get(&999), Some(&1));
+    let line = e.end_report().unwrap().unwrap();
+    assert!(line.contains("unsupported (ENOSYS): 999 x1"), "{line}");
+
+    let mut e = run(&exe, &["segv"]);
+    match e.report().outcome {
+        Some(Outcome::Faulted(m)) => assert!(m.contains("unmapped address 0x70000000"), "{m}"),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    let err = e.end_report().unwrap_err();
+    assert!(!err.contains('\n'), "{err}");
+    assert!(canary.iter().all(|&b| b == 0x5a));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(not(kvm_host), ignore = "needs /dev/kvm")]
+fn files_that_are_not_static_programs_are_refused_with_the_reason() {
+    let dir = tmp("notelf");
+    let script = dir.join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let err = ProgramEngine::new(&ProgramParams::new(&script, vec!["x".into()]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("not an ELF file"), "{err}");
+    // A dynamically linked program names an interpreter.
+    let dynamic = dir.join("dyn");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../programs/hello.c");
+    let ok = Command::new("gcc")
+        .arg("-o")
+        .arg(&dynamic)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        let err = ProgramEngine::new(&ProgramParams::new(&dynamic, vec!["x".into()]))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("only static programs"), "{err}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
