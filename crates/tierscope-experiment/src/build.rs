@@ -72,6 +72,7 @@ pub fn engine(
             p.memory = prog.memory;
             p.seed = exp.seed;
             p.block_size = exp.block_size;
+            p.dirty_ring = exp.machine.kvm_options().dirty_ring;
             Ok(Box::new(ProgramEngine::new(&p).map_err(kvm_error)?))
         }
         EngineKind::Kvm => {
@@ -88,6 +89,7 @@ pub fn engine(
             p.truth_threshold = exp.truth_threshold;
             p.page_size = exp.machine.page_size;
             p.dirty_log = needs.contains(Capability::WriteLog);
+            p.dirty_ring = o.dirty_ring;
             p.written_truth = truth == Truth::Written;
             p.batch = o.batch;
             p.prefault = o.prefault;

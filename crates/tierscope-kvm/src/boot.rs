@@ -182,6 +182,7 @@ pub(crate) fn create_vcpu(vm: &Vm, id: usize, entry: &Entry) -> Result<VcpuFd, K
         // Best effort: some hypervisors want a CPUID table before the first run.
         let _ = vcpu.set_cpuid2(&cpuid);
     }
+    vm.add_ring(&vcpu)?;
     let mut s = vcpu
         .get_sregs()
         .map_err(|e| KvmError::kvm("KVM_GET_SREGS", e))?;
@@ -225,6 +226,11 @@ pub(crate) fn run_vcpu(shared: &Shared, mut vcpu: VcpuFd, id: usize) {
         match vcpu.run() {
             Ok(VcpuExit::IoOut(abi::PORT_EXIT, _)) | Ok(VcpuExit::Hlt) => break None,
             Ok(VcpuExit::IoOut(abi::PORT_DEBUG, _)) => {}
+            Ok(VcpuExit::Unsupported(crate::dirty_ring::EXIT_DIRTY_RING_FULL)) => {
+                if let Err(e) = shared.vm.harvest_rings() {
+                    break Some(format!("vCPU {id}: {e}"));
+                }
+            }
             Ok(other) => {
                 let what = format!("{other:?}");
                 let regs = vcpu.get_regs().map(|r| (r.rip, r.rsp, r.rax, r.rcx)).ok();

@@ -15,17 +15,12 @@ pub struct DirtyLog {
 
 impl DirtyLog {
     fn pages(&self, slot: u32, base: u64) -> Result<Vec<u64>, KvmError> {
-        let bm = self.vm.dirty_bitmap(slot)?;
-        let mut out = vec![];
-        for (i, &w) in bm.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let b = w.trailing_zeros() as u64;
-                w &= w - 1;
-                out.push(base + (i as u64 * 64 + b) * 4096);
-            }
-        }
-        Ok(out)
+        Ok(self
+            .vm
+            .dirty_pages(slot)?
+            .into_iter()
+            .map(|p| base + p * 4096)
+            .collect())
     }
 
     /// Written heap pages (guest-virtual, 4 KiB, sorted) since the previous harvest.

@@ -36,6 +36,8 @@ pub struct KvmParams<'a> {
     /// Enables KVM dirty logging on the heap and page-table slots: the engine's write log
     /// ([`Machine::write_log`]). It slows guest writes (write faults).
     pub dirty_log: bool,
+    /// Logs into KVM's dirty ring where the host offers one (else the per-slot bitmap).
+    pub dirty_ring: bool,
     /// The truth is the written blocks, from the guest's own map of heap pages written
     /// (blocks with at least one 4 KiB page written in the window), not the accessed ones.
     pub written_truth: bool,
@@ -62,6 +64,7 @@ impl<'a> KvmParams<'a> {
             truth_threshold: 1,
             page_size: PageSize::Base4K,
             dirty_log: false,
+            dirty_ring: true,
             written_truth: false,
             batch: 131_072,
             prefault: true,
@@ -119,7 +122,7 @@ impl KvmEngine {
         let w = params.workload;
         let sizes: Vec<u64> = w.regions.iter().map(|r| r.size.0).collect();
         let layout = Layout::new(&sizes, params.page_size, params.block_size)?;
-        let vm = Vm::new(layout, params.dirty_log)?;
+        let vm = Vm::new(layout, params.dirty_log, params.dirty_ring)?;
         let l = vm.layout.clone();
         boot::program(&vm, params)?;
         let shared = Arc::new(Shared {

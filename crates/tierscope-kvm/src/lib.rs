@@ -7,6 +7,7 @@ mod bits;
 mod boot;
 mod ctrl;
 mod dirty_log;
+mod dirty_ring;
 mod engine;
 mod mem;
 pub mod options;

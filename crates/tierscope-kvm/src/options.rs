@@ -18,6 +18,10 @@ pub struct KvmOptions {
     pub paced: bool,
     /// Accesses per pattern choice (masim's default 131072).
     pub batch: u64,
+    /// Logs writes (for a write-log monitor, or a program's truth) into KVM's dirty ring
+    /// where the host offers one; false, or a host without it, uses the dirty bitmap.
+    /// Default true.
+    pub dirty_ring: bool,
 }
 
 impl Default for KvmOptions {
@@ -27,6 +31,7 @@ impl Default for KvmOptions {
             prefault: true,
             paced: true,
             batch: 131_072,
+            dirty_ring: true,
         }
     }
 }

@@ -160,6 +160,9 @@ pub struct Vm {
     pub heap: Mmap,
     pub layout: Layout,
     pub dirty_log: bool,
+    /// KVM's dirty ring, when logging uses it (else the per-slot bitmap): the rings and
+    /// the bytes of each.
+    pub rings: Option<(std::sync::Mutex<crate::dirty_ring::Rings>, usize)>,
     /// Leaf page-table pages of the heap, sorted by guest-physical address: (table gpa, VA
     /// of its first entry, bytes per entry).
     pub leaf_tables: Vec<(u64, u64, u64)>,
@@ -193,7 +196,9 @@ impl Vm {
         self.set_flush_slot(true)
     }
 
-    pub fn new(layout: Layout, dirty_log: bool) -> Result<Vm, KvmError> {
+    /// A VM over `layout`; with `dirty_log`, KVM logs writes to the heap and page-table
+    /// slots, in its dirty ring when `ring` is asked for and the host offers one.
+    pub fn new(layout: Layout, dirty_log: bool, ring: bool) -> Result<Vm, KvmError> {
         let kvm = Kvm::new().map_err(|e| KvmError::Unavailable(format!("/dev/kvm: {e}")))?;
         let fd = kvm
             .create_vm()
@@ -212,9 +217,16 @@ impl Vm {
             heap,
             layout,
             dirty_log,
+            rings: None,
             leaf_tables: vec![],
         };
         let mut vm = vm;
+        let bytes = crate::dirty_ring::supported_bytes(&vm.fd);
+        if dirty_log && ring && bytes > 0 {
+            crate::dirty_ring::enable(&vm.fd, bytes)
+                .map_err(|e| KvmError::kvm("KVM_ENABLE_CAP(DIRTY_LOG_RING)", e))?;
+            vm.rings = Some((Default::default(), bytes));
+        }
         let log = if dirty_log {
             KVM_MEM_LOG_DIRTY_PAGES
         } else {
@@ -367,8 +379,52 @@ impl Vm {
         }
     }
 
+    /// Maps the dirty ring of a new vCPU (when the VM logs into rings).
+    pub fn add_ring(&self, vcpu: &kvm_ioctls::VcpuFd) -> Result<(), KvmError> {
+        if let Some((rings, bytes)) = &self.rings {
+            rings
+                .lock()
+                .expect("rings")
+                .add(vcpu, *bytes)
+                .map_err(KvmError::Mmap)?;
+        }
+        Ok(())
+    }
+
+    /// Harvests every dirty ring (a vCPU whose ring is full waits for this).
+    pub fn harvest_rings(&self) -> Result<(), KvmError> {
+        if let Some((rings, _)) = &self.rings {
+            rings
+                .lock()
+                .expect("rings")
+                .harvest(&self.fd)
+                .map_err(|e| KvmError::Guest(format!("KVM_RESET_DIRTY_RINGS: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The 4 KiB pages of `slot` written since the last call (page offsets in the slot,
+    /// sorted): from the dirty ring, or the slot's bitmap (which the call resets).
+    pub fn dirty_pages(&self, slot: u32) -> Result<Vec<u64>, KvmError> {
+        if let Some((rings, _)) = &self.rings {
+            let mut r = rings.lock().expect("rings");
+            r.harvest(&self.fd)
+                .map_err(|e| KvmError::Guest(format!("KVM_RESET_DIRTY_RINGS: {e}")))?;
+            return Ok(r.take(slot));
+        }
+        let mut out = vec![];
+        for (i, &w) in self.dirty_bitmap(slot)?.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                out.push(i as u64 * 64 + u64::from(w.trailing_zeros()));
+                w &= w - 1;
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads the dirty log of `slot` (and resets it): a bitmap of 4 KiB guest pages.
-    pub fn dirty_bitmap(&self, slot: u32) -> Result<Vec<u64>, KvmError> {
+    fn dirty_bitmap(&self, slot: u32) -> Result<Vec<u64>, KvmError> {
         let size = match slot {
             SLOT_PT => self.pt.len(),
             SLOT_HEAP => self.heap.len(),

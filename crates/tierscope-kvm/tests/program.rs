@@ -144,3 +144,28 @@ fn files_that_are_not_static_programs_are_refused_with_the_reason() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+#[cfg_attr(not(kvm_host), ignore = "needs /dev/kvm")]
+fn the_dirty_ring_and_the_dirty_bitmap_log_the_same_pages() {
+    let dir = tmp("ring");
+    let exe = build("hello", &dir);
+    let mut logs = vec![];
+    for ring in [true, false] {
+        let mut p = ProgramParams::new(&exe, vec!["hello".into(), "x".into()]);
+        p.dirty_ring = ring;
+        let mut e = ProgramEngine::new(&p).unwrap();
+        assert!(e.wait(Duration::from_secs(60)));
+        assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+        let offered = kvm_ioctls::Kvm::new()
+            .unwrap()
+            .check_extension(kvm_ioctls::Cap::DirtyLogRing);
+        assert_eq!(e.logs_to_ring(), ring && offered);
+        let mut written = vec![];
+        e.write_log().unwrap().drain_written(&mut written);
+        logs.push(written);
+    }
+    assert!(logs[0].len() >= 2048, "{} pages", logs[0].len());
+    assert_eq!(logs[0], logs[1], "ring vs bitmap");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -43,6 +43,8 @@ pub struct ProgramParams {
     pub seed: u64,
     /// Truth block size in bytes (a power of two >= 4096).
     pub block_size: u64,
+    /// Logs writes into KVM's dirty ring where the host offers one (else the bitmap).
+    pub dirty_ring: bool,
 }
 
 impl ProgramParams {
@@ -55,6 +57,7 @@ impl ProgramParams {
             stack: 8 << 20,
             seed: 1,
             block_size: 2 << 20,
+            dirty_ring: true,
         }
     }
 }
@@ -227,7 +230,7 @@ impl ProgramEngine {
             ));
         }
         let layout = Layout::for_program(heap_va, len, p.block_size)?;
-        let vm = Vm::new(layout, true)?;
+        let vm = Vm::new(layout, true, p.dirty_ring)?;
         write_gdt(&vm.low);
         let end = heap_va + len;
         let mut space = Space::new(&vm, page_up(hi), end - stack - PAGE);
@@ -342,6 +345,11 @@ impl ProgramEngine {
                 .end_ns
                 .unwrap_or_else(|| self.start.elapsed().as_nanos() as u64),
         }
+    }
+
+    /// Whether writes are logged in KVM's dirty ring (else the dirty bitmap).
+    pub fn logs_to_ring(&self) -> bool {
+        self.shared.vm.rings.is_some()
     }
 
     /// The host mappings backing guest memory, as (address, length), for leak checks.

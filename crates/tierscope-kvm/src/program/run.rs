@@ -17,6 +17,12 @@ pub(super) fn run(shared: &ProgShared, mut vcpu: VcpuFd) {
     let outcome = loop {
         let port = match vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => port,
+            Ok(VcpuExit::Unsupported(crate::dirty_ring::EXIT_DIRTY_RING_FULL)) => {
+                if let Err(e) = shared.vm.harvest_rings() {
+                    break Outcome::Error(e.to_string());
+                }
+                continue;
+            }
             Ok(other) => {
                 let what = format!("{other:?}");
                 break fault(shared, &vcpu, &what);
