@@ -120,6 +120,9 @@ pub struct PmlMonitor {
     written: Vec<u64>,
     read: Vec<u64>,
     tables: Vec<AddrRange>,
+    /// Per 4 KiB page: windows in which it was read only, and written (vmmload's
+    /// read/write view of each page; reads are known only with read detection).
+    page_rw: BTreeMap<u64, (u32, u32)>,
 }
 
 impl PmlMonitor {
@@ -132,7 +135,23 @@ impl PmlMonitor {
             written: vec![],
             read: vec![],
             tables: vec![],
+            page_rw: BTreeMap::new(),
         }
+    }
+
+    /// Per 4 KiB page seen: (windows read but not written, windows written), sorted by
+    /// address. A written page is counted as written only (its ACCESSED bit is set by
+    /// the write too).
+    pub fn page_read_write(&self) -> &BTreeMap<u64, (u32, u32)> {
+        &self.page_rw
+    }
+
+    /// The share of a page's windows in which it was read but not written, in [0, 1]
+    /// (None for a page never seen): 1 for read-only pages, 0 for pages written in every
+    /// window they were touched.
+    pub fn read_share(&self, page: u64) -> Option<f64> {
+        let &(r, w) = self.page_rw.get(&(page & !4095))?;
+        Some(f64::from(r) / f64::from(r + w))
     }
 
     /// The 4 KiB pages written in the last window (sorted addresses).
@@ -182,6 +201,14 @@ impl PmlMonitor {
 
     /// Classifies the blocks with this window's counts; returns the snapshot ending now.
     fn window(&mut self, now: Nanos, m: &dyn Machine) -> Snapshot {
+        for &p in &self.written {
+            self.page_rw.entry(p).or_default().1 += 1;
+        }
+        for &p in &self.read {
+            if self.written.binary_search(&p).is_err() {
+                self.page_rw.entry(p).or_default().0 += 1;
+            }
+        }
         let mut counts: BTreeMap<u64, u32> = BTreeMap::new();
         for &p in self.written.iter().chain(self.read.iter()) {
             *counts.entry(p / BLOCK).or_default() += 1;
@@ -339,7 +366,12 @@ mod tests {
         assert_eq!(s.regions.last().unwrap().end, base + (8 << 20));
         assert!(s.regions.windows(2).all(|w| w[0].end == w[1].start));
         assert_eq!(p.classes()[0].1, Heat::Hot); // EMA 8 >= 8
-                                                 // Nothing written for 2 s: block 0 cools to cold.
+                                                 // Read-only pages and written pages, per page.
+        assert_eq!(p.read_share(base + (2 << 20) + 4096), Some(1.0));
+        assert_eq!(p.read_share(base + 4096 * 3 + 17), Some(0.0));
+        assert_eq!(p.read_share(base + (6 << 20)), None);
+        assert_eq!(p.page_read_write().len(), 16 + 3);
+        // Nothing written for 2 s: block 0 cools to cold.
         for k in 2..12 {
             m.now = k * step;
             p.wake(&mut m).unwrap();
