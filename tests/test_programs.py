@@ -79,6 +79,24 @@ def test_a_program_prints_what_it_prints_natively(tmp_path: Path) -> None:
 
 @needs_kvm
 @needs_musl
+def test_the_calls_tierscope_performs_answer_as_linux_does(tmp_path: Path) -> None:
+    # stat/fstat/lstat, lseek, pread, readv, a private file mapping, getcwd, uname,
+    # clocks, getrandom, brk growth and a failing open: the program prints only what is
+    # the same natively (sizes, contents, checks).
+    exe = build("calls", tmp_path)
+    data = tmp_path / "data.bin"
+    data.write_bytes(bytes(range(200)) * 30)
+    native = subprocess.run([exe, "data.bin"], capture_output=True, text=True, cwd=tmp_path)
+    assert native.returncode == 0, native.stderr
+    exp = experiment(tmp_path, "calls", "data.bin")
+    r = run_cli("run", "--quiet", exp, "--out", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == native.stdout
+    assert "readv matches 1" in r.stdout and "brk grew 1" in r.stdout
+
+
+@needs_kvm
+@needs_musl
 def test_a_faulting_program_ends_the_run_with_one_line(tmp_path: Path) -> None:
     build("misbehave", tmp_path)
     exp = experiment(tmp_path, "misbehave", "segv")
