@@ -1,9 +1,9 @@
 """Slowdown of real programs under the kvm engine (vmmload's Figure 3 shape).
 
 Builds programs/raytrace.c (CPU-bound), programs/md5.c (system-call-heavy: read(2) in
-CHUNK-byte pieces) and programs/getpid_loop.c (nothing but calls) with musl-gcc, then runs each natively and inside the micro-VM (the
-`run_program` example: the loader, host-performed system calls, KVM's dirty log on, no
-monitor), alternating native and VM runs, and prints per case the median wall times and
+CHUNK-byte pieces) and programs/getpid_loop.c (nothing but calls) with musl-gcc, then
+runs each natively and inside the micro-VM (the `run_program` example: the loader,
+host-performed system calls, KVM's dirty log on, no monitor), alternating native and VM runs, and prints per case the median wall times and
 the median of the per-pair ratios (VM / native). Wall time includes creating the VM.
 
     python scripts/program_overhead.py [--runs 7] [--md5-mib 256]
@@ -59,7 +59,10 @@ def main() -> int:
             ("md5, 1 MiB reads", [str(md5), str(data), "1048576"]),
             ("getpid x 100,000 (one call's round trip)", [str(loop), "100000"]),
         ]
-        print("| program | native s (median) | under tierscope s (median) | slowdown (median of pairs) |")
+        print(
+            "| program | native s (median) | under tierscope s (median) "
+            "| slowdown (median of pairs) |"
+        )
         print("| --- | ---: | ---: | ---: |")
         for name, cmd in cases:
             native, guest, ratios = [], [], []
