@@ -3,8 +3,9 @@
 Builds programs/raytrace.c (CPU-bound), programs/md5.c (system-call-heavy: read(2) in
 CHUNK-byte pieces) and programs/getpid_loop.c (nothing but calls) with musl-gcc, then
 runs each natively and inside the micro-VM (the `run_program` example: the loader,
-host-performed system calls, KVM's dirty log on, no monitor), alternating native and VM runs, and prints per case the median wall times and
-the median of the per-pair ratios (VM / native). Wall time includes creating the VM.
+host-performed system calls, KVM's dirty log on, no monitor), alternating native and VM
+runs, and prints per case the median wall times and the median of the per-pair ratios
+(VM / native). Wall time includes creating the VM.
 
     python scripts/program_overhead.py [--runs 7] [--md5-mib 256]
 """
