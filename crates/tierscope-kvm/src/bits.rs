@@ -5,7 +5,7 @@
 use crate::abi::pte;
 use crate::vm::Vm;
 use std::sync::atomic::Ordering;
-use tierscope_core::{CostCounters, Level};
+use tierscope_core::{CostCounters, Flush, Level};
 
 pub(crate) fn accessed(vm: &Vm, cost: &mut CostCounters, level: Level, va: u64) -> Option<bool> {
     let (e, steps) = vm.entry_gpa(level, va)?;
@@ -51,4 +51,29 @@ pub(crate) fn test_and_clear_dirty(
     cost.charge_read(steps);
     cost.clear_ops += 1;
     Some(old)
+}
+
+/// Counts a flush as the simulator does (one page flush per 4 KiB page up to Linux's
+/// ceiling, else one full flush); true when it counts as a full flush.
+pub(crate) fn count_flush(cost: &mut CostCounters, what: Flush) -> bool {
+    match what {
+        Flush::Page(_) => {
+            cost.flushes_page += 1;
+            false
+        }
+        Flush::Range { start, end } => {
+            let pages = end.saturating_sub(start).div_ceil(4096);
+            let full = pages > tierscope_core::machine::FLUSH_CEILING_PAGES;
+            if full {
+                cost.flushes_full += 1;
+            } else {
+                cost.flushes_page += pages;
+            }
+            full
+        }
+        Flush::All => {
+            cost.flushes_full += 1;
+            true
+        }
+    }
 }

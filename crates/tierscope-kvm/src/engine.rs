@@ -445,24 +445,16 @@ impl Machine for KvmEngine {
     /// on a shadow-paging host the guest cannot drop a single shadow entry, and INVLPG
     /// drops every paging-structure-cache entry anyway.
     fn flush(&mut self, what: Flush) {
+        let full = crate::bits::count_flush(&mut self.cost, what);
         match what {
             Flush::Page(va) => {
-                self.cost.flushes_page += 1;
                 let p = va & !0xfff;
                 self.request_flush(abi::FLUSH_PAGES, p, p + 4096);
             }
-            Flush::Range { start, end } => {
-                let pages = end.saturating_sub(start).div_ceil(4096);
-                if pages <= tierscope_core::machine::FLUSH_CEILING_PAGES {
-                    self.cost.flushes_page += pages;
-                    self.request_flush(abi::FLUSH_PAGES, start, end);
-                } else {
-                    self.cost.flushes_full += 1;
-                    self.request_flush(abi::FLUSH_FULL, 0, 0);
-                }
+            Flush::Range { start, end } if !full => {
+                self.request_flush(abi::FLUSH_PAGES, start, end);
             }
-            Flush::All => {
-                self.cost.flushes_full += 1;
+            _ => {
                 self.request_flush(abi::FLUSH_FULL, 0, 0);
             }
         }

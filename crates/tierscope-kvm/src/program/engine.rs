@@ -412,18 +412,7 @@ impl Machine for ProgramEngine {
     /// Counted like the simulator; executed as a zap of KVM's shadow page tables (the
     /// program has no kernel to run INVLPG for us).
     fn flush(&mut self, what: Flush) {
-        match what {
-            Flush::Page(_) => self.cost.flushes_page += 1,
-            Flush::Range { start, end } => {
-                let pages = end.saturating_sub(start).div_ceil(4096);
-                if pages <= tierscope_core::machine::FLUSH_CEILING_PAGES {
-                    self.cost.flushes_page += pages;
-                } else {
-                    self.cost.flushes_full += 1;
-                }
-            }
-            Flush::All => self.cost.flushes_full += 1,
-        }
+        crate::bits::count_flush(&mut self.cost, what);
         if let Err(e) = self.shared.vm.zap_shadow() {
             let mut o = self.shared.outcome.lock().expect("outcome");
             o.get_or_insert(Outcome::Error(e.to_string()));
