@@ -63,6 +63,30 @@ pub fn engine(
         .map_err(RunError::Engine)
     };
     match exp.machine.engine {
+        EngineKind::Exact if exp.workload.trace.is_some() => {
+            let params = WorkloadParams {
+                spec: &exp.workload.spec,
+                rate: exp.workload.rate,
+                threads: 1,
+                seed: exp.seed,
+                block_size: exp.block_size,
+                truth_threshold: exp.truth_threshold,
+            };
+            let mut e = tierscope_sim::exact::ExactEngine::new(&exp.machine.sim(), &params)
+                .map_err(RunError::Engine)?;
+            if let Some(t) = exp
+                .tiering
+                .as_ref()
+                .filter(|_| needs.contains(Capability::Tiers))
+            {
+                e.set_tiers(&t.setup);
+            }
+            if truth == Truth::Written {
+                e.set_written_truth();
+            }
+            e.replay(&exp.workload.trace.as_ref().expect("a trace").trace);
+            Ok(Box::new(e))
+        }
         EngineKind::Exact => sim(SimEngine::Exact),
         EngineKind::Stat => sim(SimEngine::Stat),
         EngineKind::Kvm if exp.workload.program.is_some() => {

@@ -13,6 +13,7 @@ mod experiment;
 mod nemo;
 mod registry;
 mod run;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cori::cori_trials_to_within, m)?)?;
     m.add_function(wrap_pyfunction!(nemo::nemo_noisy_neighbour, m)?)?;
     m.add_function(wrap_pyfunction!(nemo::nemo_thp_split, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -128,6 +128,16 @@ impl ExactEngine {
         })
     }
 
+    /// Replays `trace` instead of the workload's patterns: its records placed in the heap
+    /// laid out from `trace.spec(..)` (the engine must have been built from that spec, with
+    /// one thread), at the stream's rate.
+    pub fn replay(&mut self, trace: &tierscope_core::workload::trace::Trace) {
+        assert_eq!(self.streams.len(), 1, "a trace is one thread");
+        let placed = trace.placed(&self.layout.region_starts);
+        let rate = self.streams[0].rate();
+        self.streams[0] = AccessStream::from_trace(placed.into(), rate);
+    }
+
     /// Scores the truth on writes only (a write log's truth: `Truth::Written`).
     pub fn set_written_truth(&mut self) {
         self.truth.set_writes_only();

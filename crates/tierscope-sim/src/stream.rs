@@ -5,7 +5,7 @@
 //! Access number `i` of a thread happens at `i * 1e9 / rate` ns.
 
 use tierscope_core::rng::Rng;
-use tierscope_core::workload::{AccessMode, PatternKind, RegionDensity, WorkloadSpec};
+use tierscope_core::workload::{trace, AccessMode, PatternKind, RegionDensity, WorkloadSpec};
 use tierscope_core::Nanos;
 
 /// Accesses per pattern pick, masim's default.
@@ -46,6 +46,10 @@ pub struct AccessStream {
     batch_left: u64,
     store_next: bool,
     issued: u64,
+    /// A recorded trace replayed instead of the phases (`address | STORE` records, placed
+    /// in the heap), looping; and the next record.
+    trace: Option<std::sync::Arc<[u64]>>,
+    trace_pos: usize,
 }
 
 impl AccessStream {
@@ -95,9 +99,33 @@ impl AccessStream {
             batch_left: 0,
             store_next: false,
             issued: 0,
+            trace: None,
+            trace_pos: 0,
         };
         s.phase_end_count = s.count_at(s.phases[0].end_ns);
         s
+    }
+
+    /// A stream replaying `records` (`address | trace::STORE`, already placed in the
+    /// heap) in order at `rate` accesses per second, from the start again when they run
+    /// out.
+    pub fn from_trace(records: std::sync::Arc<[u64]>, rate: u64) -> Self {
+        assert!(!records.is_empty(), "an empty trace");
+        AccessStream {
+            phases: vec![],
+            cycle_ns: 0,
+            rate,
+            rng: Rng::new(0),
+            phase: 0,
+            cycle: 0,
+            phase_end_count: u64::MAX,
+            pattern: 0,
+            batch_left: 0,
+            store_next: false,
+            issued: 0,
+            trace: Some(records),
+            trace_pos: 0,
+        }
     }
 
     /// Accesses issued before time `t`.
@@ -139,6 +167,18 @@ impl AccessStream {
     /// Issues accesses until `until` have been issued in all, calling `f(va, is_store)`.
     #[inline]
     pub fn run<F: FnMut(u64, bool)>(&mut self, until: u64, mut f: F) {
+        if let Some(records) = &self.trace {
+            while self.issued < until {
+                let r = records[self.trace_pos];
+                self.trace_pos += 1;
+                if self.trace_pos == records.len() {
+                    self.trace_pos = 0;
+                }
+                self.issued += 1;
+                f(r & trace::ADDR, r & trace::STORE != 0);
+            }
+            return;
+        }
         while self.issued < until {
             while self.issued >= self.phase_end_count {
                 self.next_phase();

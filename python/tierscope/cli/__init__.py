@@ -17,6 +17,7 @@ from tierscope.cli import report as report_cmd
 from tierscope.cli import repro as repro_cmd
 from tierscope.cli import run as run_cmd
 from tierscope.cli import sweep as sweep_cmd
+from tierscope.cli import trace as trace_cmd
 from tierscope.cli import tune as tune_cmd
 from tierscope.cli import validate as validate_cmd
 
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cmd.register(sub)
     sweep_cmd.register(sub)
     tune_cmd.register(sub)
+    trace_cmd.register(sub)
     validate_cmd.register(sub)
     return parser
 

@@ -7,6 +7,7 @@ pub mod density;
 pub mod kv;
 pub mod masim;
 pub mod spec;
+pub mod trace;
 
 pub use density::{normal_mass, RegionDensity, DENSITY_PAGE};
 pub use kv::{GupsSpec, KvSpec};

@@ -38,6 +38,8 @@ struct WorkloadFile {
     phases: Option<Vec<PhaseSpec>>,
     kv: Option<KvSpec>,
     gups: Option<GupsSpec>,
+    /// A recorded memory trace replayed at `rate` (engine `exact`; docs/TRACES.md).
+    trace: Option<TraceFile>,
     /// A real program and its arguments (engine `kvm`; docs/PROGRAMS.md).
     program: Option<Vec<String>>,
     /// The program's environment, `NAME=value` each (empty by default).
@@ -51,6 +53,25 @@ struct WorkloadFile {
     rate: Rate,
     #[serde(default = "default_threads")]
     threads: u32,
+}
+
+/// `[workload] trace = {...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceFile {
+    path: PathBuf,
+    /// `lackey` (valgrind's `--trace-mem=yes` output) or `binary` (docs/TRACES.md).
+    format: TraceFormat,
+    /// Replay lackey's instruction fetches as loads too.
+    #[serde(default)]
+    instructions: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    Lackey,
+    Binary,
 }
 
 fn default_rate() -> Rate {
@@ -108,6 +129,19 @@ pub struct Workload {
     /// A real program instead of a synthetic workload (`spec` then holds one region, its
     /// memory window, and no phases).
     pub program: Option<Program>,
+    /// A recorded trace replayed instead of patterns (`spec` then holds its placement and
+    /// its marker phases).
+    pub trace: Option<TraceWorkload>,
+}
+
+/// A trace an experiment replays on the exact engine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceWorkload {
+    pub path: PathBuf,
+    pub format: TraceFormat,
+    pub instructions: bool,
+    #[serde(skip)]
+    pub trace: std::sync::Arc<tierscope_core::workload::trace::Trace>,
 }
 
 /// A real program an experiment runs on the kvm engine.
@@ -162,7 +196,10 @@ impl Experiment {
                 "env": p.env,
                 "memory": Size(p.memory),
             }),
-            None => serde_json::to_value(&self.workload.spec).expect("specs serialise"),
+            None => match &self.workload.trace {
+                Some(t) => serde_json::json!({ "trace": t }),
+                None => serde_json::to_value(&self.workload.spec).expect("specs serialise"),
+            },
         };
         workload["rate"] = Value::from(self.workload.rate);
         workload["threads"] = Value::from(self.workload.threads);
@@ -278,7 +315,11 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
 
     let w = file.workload;
     let program = program(&w, base_dir, machine.engine)?;
-    let generators = w.kv.is_some() as u8 + w.gups.is_some() as u8 + program.is_some() as u8;
+    let trace = trace(&w, base_dir, machine.engine)?;
+    let generators = w.kv.is_some() as u8
+        + w.gups.is_some() as u8
+        + program.is_some() as u8
+        + trace.is_some() as u8;
     let mut accesses_per_op = w.accesses_per_op;
     let spec = match (&w.masim, &w.regions, &w.phases) {
         (None, None, None) if program.is_some() && generators == 1 => WorkloadSpec {
@@ -288,6 +329,9 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             }],
             phases: vec![],
         },
+        (None, None, None) if trace.is_some() && generators == 1 => {
+            trace.as_ref().expect("a trace").trace.spec(w.rate.0)
+        }
         (None, None, None) if generators == 1 => {
             if let Some(kv) = &w.kv {
                 kv.validate().map_err(|e| e.under("workload.kv"))?;
@@ -319,7 +363,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             return Err(FieldError::new(
                 "workload",
                 "give one of `masim = \"FILE\"`, both `regions` and `phases`, `kv = {...}`, \
-                 `gups = {...}` or `program = [\"PATH\", ARGS...]`",
+                 `gups = {...}`, `trace = {...}` or `program = [\"PATH\", ARGS...]`",
             ))
         }
     };
@@ -447,6 +491,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             threads: w.threads,
             accesses_per_op,
             program,
+            trace,
         },
         monitors: entries,
         tiering,
@@ -518,5 +563,54 @@ fn program(
         args: argv.clone(),
         env,
         memory,
+    }))
+}
+
+/// The `trace` of `[workload]`, read: engine exact, a readable trace file.
+fn trace(
+    w: &WorkloadFile,
+    base_dir: &Path,
+    engine: EngineKind,
+) -> Result<Option<TraceWorkload>, FieldError> {
+    use tierscope_core::workload::trace::{LackeyOptions, Trace};
+    let Some(t) = &w.trace else {
+        return Ok(None);
+    };
+    if engine != EngineKind::Exact {
+        return Err(FieldError::new(
+            "workload.trace",
+            "a trace replays on engine = \"exact\" only",
+        ));
+    }
+    if w.threads != 1 {
+        return Err(FieldError::new(
+            "workload.threads",
+            "a trace replays as one thread",
+        ));
+    }
+    let path = if t.path.is_absolute() {
+        t.path.clone()
+    } else {
+        base_dir.join(&t.path)
+    };
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(&path)
+        .map_err(|e| FieldError::new("workload.trace.path", format!("{shown}: {e}")))?;
+    let input = std::io::BufReader::new(file);
+    let trace = match t.format {
+        TraceFormat::Lackey => Trace::read_lackey(
+            input,
+            &shown,
+            LackeyOptions {
+                instructions: t.instructions,
+            },
+        )?,
+        TraceFormat::Binary => Trace::read_binary(input, &shown)?,
+    };
+    Ok(Some(TraceWorkload {
+        path,
+        format: t.format,
+        instructions: t.instructions,
+        trace: std::sync::Arc::new(trace),
     }))
 }
