@@ -39,11 +39,12 @@ browser:
 		echo "chromium could not be installed: the browser tests will be skipped"
 
 # Debian's musl-gcc, which builds the static programs the kvm engine runs in its tests
-# (programs/, crates/tierscope-kvm/tests/program.rs); without it those tests skip.
+# (programs/, crates/tierscope-kvm/tests/program.rs), and valgrind, whose lackey traces
+# them (tests/test_traces.py); without them those tests skip (or, in Rust, fail saying so).
 musl:
-	@command -v musl-gcc >/dev/null 2>&1 || (apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null) || \
-		echo "musl-tools could not be installed: the program tests will be skipped"
+	@(command -v musl-gcc && command -v valgrind) >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools valgrind >/dev/null) || \
+		echo "musl-tools or valgrind could not be installed: the program tests will be skipped"
 
 test: build browser musl
 	cargo fmt --all --check

@@ -23,6 +23,14 @@ fn main() {
     if kvm.is_ok() {
         println!("cargo:rustc-cfg=kvm_host");
     }
+    // The program tests build C programs with Debian's musl-gcc (`make musl`); where it
+    // is missing they are reported as ignored. Checked again when it appears.
+    println!("cargo::rustc-check-cfg=cfg(musl_gcc)");
+    println!("cargo:rerun-if-changed=/usr/bin/musl-gcc");
+    let musl = Command::new("musl-gcc").arg("--version").output();
+    if musl.is_ok_and(|o| o.status.success()) {
+        println!("cargo:rustc-cfg=musl_gcc");
+    }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let guest = PathBuf::from("guest");
     for f in ["guest.c", "abi.h", "guest.ld"] {
