@@ -38,7 +38,10 @@ fn run(path: &Path, args: &[&str]) -> ProgramEngine {
 }
 
 #[test]
-#[cfg_attr(not(all(kvm_host, musl_gcc)), ignore = "needs /dev/kvm and musl-gcc (make musl)")]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
 fn a_program_writes_the_same_file_as_natively_and_its_writes_are_logged() {
     let dir = tmp("hello");
     let exe = build("hello", &dir);
@@ -83,7 +86,10 @@ fn a_program_writes_the_same_file_as_natively_and_its_writes_are_logged() {
 }
 
 #[test]
-#[cfg_attr(not(all(kvm_host, musl_gcc)), ignore = "needs /dev/kvm and musl-gcc (make musl)")]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
 fn bad_pointers_and_unknown_calls_fail_the_call_not_the_host() {
     let dir = tmp("misbehave");
     let exe = build("misbehave", &dir);
@@ -116,7 +122,10 @@ fn bad_pointers_and_unknown_calls_fail_the_call_not_the_host() {
 }
 
 #[test]
-#[cfg_attr(not(all(kvm_host, musl_gcc)), ignore = "needs /dev/kvm and musl-gcc (make musl)")]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
 fn files_that_are_not_static_programs_are_refused_with_the_reason() {
     let dir = tmp("notelf");
     let script = dir.join("script.sh");
@@ -146,7 +155,10 @@ fn files_that_are_not_static_programs_are_refused_with_the_reason() {
 }
 
 #[test]
-#[cfg_attr(not(all(kvm_host, musl_gcc)), ignore = "needs /dev/kvm and musl-gcc (make musl)")]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
 fn the_dirty_ring_and_the_dirty_bitmap_log_the_same_pages() {
     let dir = tmp("ring");
     let exe = build("hello", &dir);
