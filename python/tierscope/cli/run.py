@@ -47,6 +47,12 @@ examples:
   tierscope run --masim workload.cfg --tiers dram:256MiB,cxl \\
       --policy telescope-rule --policy oracle --out runs/tiering
 
+real programs and traces: an experiment file's [workload] may name a static program
+(`program = ["./prog", "arg"]`, engine kvm: it runs in the micro-VM until it exits;
+docs/PROGRAMS.md) or a memory trace recorded by valgrind (`trace = { path = "t.lackey",
+format = "lackey" }`, engine exact; `tierscope trace convert` writes the faster binary
+format; docs/TRACES.md).
+
 outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 <monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
 (tierscope.load(DIR) reads the directory back); with memory tiering (a [tiering] table,
