@@ -68,6 +68,29 @@ def test_lackey_and_binary_replay_alike_and_markers_are_phases(tmp_path: Path) -
     assert pml["phase_changes"] >= 8
 
 
+def test_trace_stats_count_pages_per_phase_and_for_a_model(tmp_path: Path) -> None:
+    (tmp_path / "t.lackey").write_text(LACKEY)
+    # The fill phase: 1024 stores, 64 on each of 16 pages: 80 % (820 accesses) takes 13.
+    r = run_cli("trace", "stats", "t.lackey", "--phase", "fill", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1024 accesses on 16 pages of 4 KiB; 80 % of the accesses on 13 pages" in r.stdout
+    r = run_cli("trace", "stats", "t.lackey", "--phase", "nope", cwd=tmp_path)
+    assert r.returncode == 2 and "its phases: fill, scan" in r.stderr, r.stderr
+    # The kv model: 1000 items of 192 B (header, key, value rounded to lines) fill 47
+    # pages, beside the bucket array that every operation reads (hence fewer for 80 %).
+    exp = tmp_path / "kv.toml"
+    exp.write_text(
+        '[machine]\nengine = "exact"\n[workload]\n'
+        'kv = { keys = 1000, value_size = "100B", mix = "ycsb-a", distribution = "uniform",'
+        ' duration = "1s" }\n[[monitors]]\npreset = "pml"\n'
+    )
+    r = run_cli("trace", "stats", "--experiment", exp, "--accesses", "200000", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    pages = int(r.stdout.split(" accesses on ")[1].split()[0])
+    hot = int(r.stdout.split("80 % of the accesses on ")[1].split()[0])
+    assert pages >= 47 and 0 < hot < pages, r.stdout
+
+
 def test_bad_traces_and_settings_exit_2_with_the_place(tmp_path: Path) -> None:
     (tmp_path / "bad.lackey").write_text(" L 600000,8\n L 600zz0,8\n")
     (tmp_path / "ok.lackey").write_text(LACKEY)

@@ -6,6 +6,7 @@ pub mod config;
 pub mod evaluate;
 pub mod impact;
 pub mod nemo_thp;
+pub mod page_stats;
 pub mod result;
 pub mod run;
 pub mod sweep;

@@ -52,6 +52,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nemo::nemo_noisy_neighbour, m)?)?;
     m.add_function(wrap_pyfunction!(nemo::nemo_thp_split, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_page_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::workload_page_stats, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 use crate::errors::config_error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tierscope_core::workload::trace::{LackeyOptions, Trace, STORE};
+use tierscope_core::workload::trace::{LackeyOptions, PageStats, Trace, STORE};
 use tierscope_core::FieldError;
 
 fn read(src: &str, format: &str, instructions: bool) -> Result<Trace, FieldError> {
@@ -52,4 +52,55 @@ pub fn trace_convert<'py>(
     d.set_item("markers", t.markers.clone())?;
     d.set_item("pages", pages.len())?;
     Ok(d)
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &PageStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("accesses", s.accesses)?;
+    d.set_item("pages", s.pages)?;
+    d.set_item("pages_80", s.pages_80)?;
+    Ok(d)
+}
+
+/// How the accesses of trace `src` (of phase `phase` only, when given) spread over 4 KiB
+/// pages: accesses, pages touched, the fewest pages taking 80 % of the accesses.
+#[pyfunction]
+#[pyo3(signature = (src, format = "lackey", phase = None, instructions = false))]
+pub fn trace_page_stats<'py>(
+    py: Python<'py>,
+    src: &str,
+    format: &str,
+    phase: Option<&str>,
+    instructions: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let t = read(src, format, instructions).map_err(|e| config_error(py, &e))?;
+    let s = t.page_stats(phase).ok_or_else(|| {
+        let names: Vec<&str> = t.markers.iter().map(|m| m.1.as_str()).collect();
+        config_error(
+            py,
+            &FieldError::new(
+                "phase",
+                format!(
+                    "no phase `{}` in {src} (its phases: {})",
+                    phase.unwrap_or(""),
+                    names.join(", ")
+                ),
+            ),
+        )
+    })?;
+    stats_dict(py, &s)
+}
+
+/// The same statistics for the first `accesses` accesses of an experiment's workload.
+#[pyfunction]
+pub fn workload_page_stats<'py>(
+    py: Python<'py>,
+    experiment: &crate::experiment::PyExperiment,
+    accesses: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let exp = &experiment.inner;
+    let s = py
+        .detach(|| tierscope_experiment::page_stats::workload_page_stats(exp, accesses))
+        .map_err(|e| config_error(py, &FieldError::new("workload", e)))?;
+    stats_dict(py, &s)
 }

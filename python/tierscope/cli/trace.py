@@ -35,6 +35,29 @@ def register(sub: Any) -> None:
         "--instructions", action="store_true", help="keep lackey's instruction fetches"
     )
     c.set_defaults(func=main)
+    s = tsub.add_parser(
+        "stats",
+        help="how a trace, or an experiment's workload, spreads its accesses over pages",
+        description=(
+            "Accesses, 4 KiB pages touched, and the fewest pages that take 80 %% of the "
+            "accesses (the hottest first), for a trace (of one phase with --phase) or for "
+            "the first --accesses accesses of an experiment's workload (--experiment): the "
+            "comparison of a real program with the model meant to stand for it."
+        ),
+    )
+    s.add_argument("src", metavar="SRC", nargs="?", help="the trace to read")
+    s.add_argument(
+        "--format", choices=["lackey", "binary"], default="lackey", help="SRC's format"
+    )
+    s.add_argument("--phase", help="only the accesses of the phases with this marker name")
+    s.add_argument(
+        "--instructions", action="store_true", help="keep lackey's instruction fetches"
+    )
+    s.add_argument("--experiment", metavar="EXP", help="an experiment file instead of SRC")
+    s.add_argument(
+        "--accesses", type=int, default=10_000_000, help="accesses of EXP's workload"
+    )
+    s.set_defaults(func=stats)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -47,4 +70,25 @@ def main(args: argparse.Namespace) -> int:
         print(f"  phase {name} from access {at}")
     if args.dst:
         print(f"wrote {args.dst}")
+    return 0
+
+
+def stats(args: argparse.Namespace) -> int:
+    from tierscope.experiment import config_error, load_experiment
+
+    if (args.src is None) == (args.experiment is None):
+        raise config_error("command line", "give a trace SRC or --experiment EXP, not both")
+    if args.experiment:
+        exp = load_experiment(args.experiment)
+        info = _core.workload_page_stats(exp._inner, args.accesses)
+        what = f"{args.experiment} ({args.accesses} accesses)"
+    else:
+        info = _core.trace_page_stats(args.src, args.format, args.phase, args.instructions)
+        what = args.src + (f", phase {args.phase}" if args.phase else "")
+    share = info["pages_80"] / info["pages"] if info["pages"] else 0.0
+    print(
+        f"{what}: {info['accesses']} accesses on {info['pages']} pages of 4 KiB; "
+        f"80 % of the accesses on {info['pages_80']} pages ({share:.1%} of those touched, "
+        f"{info['pages_80'] * 4096 / 2**20:.2f} MiB)"
+    )
     return 0

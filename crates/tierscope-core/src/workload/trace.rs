@@ -278,6 +278,72 @@ impl Trace {
     }
 }
 
+/// How a stream of accesses spreads over 4 KiB pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageStats {
+    pub accesses: u64,
+    /// Distinct pages touched.
+    pub pages: u64,
+    /// The fewest pages that take 80 % of the accesses (the hottest first).
+    pub pages_80: u64,
+}
+
+impl PageStats {
+    /// Of the page numbers of every access (any order; sorted in place).
+    pub fn of_pages(pages: &mut [u64]) -> PageStats {
+        pages.sort_unstable();
+        let mut counts: Vec<u64> = pages
+            .chunk_by(|a, b| a == b)
+            .map(|run| run.len() as u64)
+            .collect();
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let accesses = pages.len() as u64;
+        // 80 % of the accesses, rounded up.
+        let goal = (accesses * 4).div_ceil(5);
+        let mut sum = 0;
+        let pages_80 = counts
+            .iter()
+            .take_while(|&&c| {
+                let before = sum;
+                sum += c;
+                before < goal
+            })
+            .count() as u64;
+        PageStats {
+            accesses,
+            pages: counts.len() as u64,
+            pages_80,
+        }
+    }
+}
+
+impl Trace {
+    /// The page statistics of the accesses of phase `phase` (every phase of that name), or
+    /// of the whole trace; None when no marker has that name.
+    pub fn page_stats(&self, phase: Option<&str>) -> Option<PageStats> {
+        let n = self.records.len() as u64;
+        let ranges: Vec<(u64, u64)> = match phase {
+            None => vec![(0, n)],
+            Some(name) => self
+                .markers
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.1 == name)
+                .map(|(i, m)| (m.0, self.markers.get(i + 1).map_or(n, |x| x.0)))
+                .collect(),
+        };
+        if ranges.is_empty() {
+            return None;
+        }
+        let mut pages: Vec<u64> = ranges
+            .iter()
+            .flat_map(|&(a, b)| self.records[a as usize..b as usize].iter())
+            .map(|r| (r & ADDR) >> 12)
+            .collect();
+        Some(PageStats::of_pages(&mut pages))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,6 +429,23 @@ I  04000000,3\n L 7ff000010,8\n S 7ff000018,4\n# phase compute\n M 0601000,8\n\
         assert!(e.message.contains("truncated"), "{e}");
         let e = Trace::read_binary(&b"NOTTRACE"[..], "t.bin").unwrap_err();
         assert!(e.message.contains("bad magic"), "{e}");
+    }
+
+    #[test]
+    fn page_stats_count_the_hottest_pages_to_80_percent() {
+        // Page 1: 6 accesses, page 2: 2, pages 3 and 4: 1 each (10 in all).
+        let mut pages = vec![1, 2, 1, 1, 3, 1, 2, 1, 4, 1];
+        let s = PageStats::of_pages(&mut pages);
+        assert_eq!((s.accesses, s.pages, s.pages_80), (10, 4, 2));
+        let t = Trace {
+            records: vec![0x1000, 0x1008, 0x2000 | STORE, 0x3000],
+            markers: vec![(0, "a".into()), (2, "b".into())],
+        };
+        let b = t.page_stats(Some("b")).unwrap();
+        assert_eq!((b.accesses, b.pages, b.pages_80), (2, 2, 2));
+        assert_eq!(t.page_stats(Some("a")).unwrap().pages, 1);
+        assert_eq!(t.page_stats(None).unwrap().accesses, 4);
+        assert!(t.page_stats(Some("c")).is_none());
     }
 
     #[test]
