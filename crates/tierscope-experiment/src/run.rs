@@ -330,6 +330,27 @@ preset = "telescope-bnd"
     }
 
     #[test]
+    fn pruned_walk_is_exact_where_translations_stay_cached() {
+        let monitors = r#"
+[[monitors]]
+preset = "pruned-walk"
+"#;
+        // Hot sets whose translations the caches keep: 20 PDEs under a 32-entry PDE
+        // cache, and 32 huge pages under a 1536-entry STLB. Without a flush their bits
+        // would never be set again; the walk's flush makes every window exact (after the
+        // start-up window, which reports the hot set's 1 GiB entries whole).
+        for (page, hot) in [("4KiB", "40MiB"), ("2MiB", "64MiB")] {
+            let (_, r) = run(page, hot, monitors);
+            let m = &r.monitors[0];
+            assert!(m.windows.len() > 5, "{page}");
+            for w in m.windows.iter().skip(5) {
+                assert_eq!((w.precision, w.recall), (1.0, 1.0), "{page}: {w:?}");
+            }
+            assert!(m.cost.flushes_full > 0 && m.cost.bits_cleared > 0, "{page}");
+        }
+    }
+
+    #[test]
     fn app_slowdown_charges_flush_walks_and_pmu_interrupts() {
         let monitors = r#"
 [[monitors]]

@@ -8,6 +8,7 @@ pub mod nemo_rule;
 pub mod numa_hint;
 pub mod pebs;
 pub mod pml;
+pub mod pruned_walk;
 pub mod region_monitor;
 pub mod regions;
 pub mod registry;
