@@ -19,6 +19,12 @@ sliver of the needle in ~40% of seeds, docs/TELESCOPE.md section 4), so the need
 gets a row per Telescope variant with the means over seeds 1..N (--needle-seeds; the
 per-seed values are in repro.json). The seeds run as a sweep stored in
 DIR/needle-5t-seeds, on --executor: stopped, a rerun with the same DIR resumes it.
+
+One layout is a coin flip too: where the hot regions sit decides Telescope-FLX's precision
+(docs/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks also run over --layouts
+random layouts x --layout-seeds seeds with every monitor (tierscope.robustness), each as a
+sweep stored in DIR/NAME-layouts, and repro.md gives per monitor the p10 / median / p90 of
+precision and recall over those runs (per-run values in repro.json).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierscope import paper, repro_cori, repro_nemo, repro_tiering
+from tierscope import paper, repro_cori, repro_nemo, repro_tiering, robustness
 from tierscope.experiment import config_error
 from tierscope.texttable import align
 
@@ -45,6 +51,10 @@ SEED_MONITORS = ("telescope-bnd", "telescope-flx")
 #: Default N: 200 seeds of the two monitors take ~45 s (docs/REPRO_TELESCOPE.md), the
 #: sweep of docs/TELESCOPE.md section 4.
 NEEDLE_SEEDS = 200
+#: Default layouts x seeds per 5 TB benchmark: 20 runs each, about 8 minutes on two cores
+#: (docs/ROBUSTNESS.md gives the 20 x 5 distributions and their command).
+LAYOUTS = 10
+LAYOUT_SEEDS = 2
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,6 +96,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help=f"also give {SEED_EXPERIMENT}'s Telescope rows as means over seeds 1..N "
         f"(0: none; default {NEEDLE_SEEDS})",
+    )
+    p.add_argument(
+        "--layouts",
+        type=int,
+        default=LAYOUTS,
+        metavar="N",
+        help=f"run {', '.join(robustness.BENCHES)} over N random layouts (x --layout-seeds) "
+        f"with every monitor and give p10 / median / p90 (0: none; default {LAYOUTS})",
+    )
+    p.add_argument(
+        "--layout-seeds",
+        type=int,
+        default=LAYOUT_SEEDS,
+        metavar="N",
+        help=f"seeds 1..N of every layout (default {LAYOUT_SEEDS})",
     )
     p.add_argument(
         "--seeds",
@@ -196,6 +221,38 @@ def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list
     return rows
 
 
+def layout_runs(
+    name: str,
+    layouts: int,
+    seeds: int,
+    out: Path,
+    *,
+    executor: str = "local",
+    jobs: int = 0,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Runs benchmark `name` over `layouts` random layouts x `seeds` seeds with every
+    monitor, as a sweep stored in `out` (resumable); each run's monitor rows."""
+    from tierscope import load_sweep, run_sweep
+
+    sweep = robustness.sweep(PAPER_DIR / f"{name}.toml", name, layouts, seeds)
+    outcome = run_sweep(
+        sweep,
+        out,
+        executor=executor,
+        jobs=jobs,
+        progress=progress,
+        source_name=f"{name} (layouts)",
+    )
+    outcome.raise_if_failed("layout runs")
+    keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
+    return [
+        {k: row[k] for k in keep}
+        for row in load_sweep(out).iter_rows(named=True)
+        if row["row"] == "monitor"
+    ]
+
+
 def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> str:
     q = [("experiment", "monitor", "precision", "recall", "paper precision", "paper recall")]
     q += [
@@ -256,8 +313,13 @@ def main(args: argparse.Namespace) -> int:
             f"--only: unknown experiment {unknown[0]!r} (expected one of "
             f"{', '.join(paper.EXPERIMENTS)})",
         )
-    if args.needle_seeds < 0:
-        raise config_error(SOURCE, f"--needle-seeds: must be 0 or more, got {args.needle_seeds}")
+    for flag, value in (
+        ("--needle-seeds", args.needle_seeds),
+        ("--layouts", args.layouts),
+        ("--layout-seeds", args.layout_seeds),
+    ):
+        if value < 0:
+            raise config_error(SOURCE, f"{flag}: must be 0 or more, got {value}")
     out = Path(args.out)
     # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
     # with the same DIR resumes it, on either executor.
@@ -275,6 +337,7 @@ def main(args: argparse.Namespace) -> int:
     quality: list[dict[str, Any]] = []
     cost: list[dict[str, Any]] = []
     walls: dict[str, float] = {}
+    layouts: dict[str, dict[str, Any]] = {}
     for n in names:
         run_dir = out / "runs" / f"base={n}"
         result = load(run_dir)
@@ -298,7 +361,26 @@ def main(args: argparse.Namespace) -> int:
             )
             quality += seed_mean_rows(n, per_seed)
             walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
+        if n in robustness.BENCHES and args.layouts > 0 and args.layout_seeds > 0:
+            t0 = time.monotonic()
+            runs = layout_runs(
+                n,
+                args.layouts,
+                args.layout_seeds,
+                out / f"{n}-layouts",
+                executor=args.executor,
+                jobs=args.threads,
+                progress=not args.quiet,
+            )
+            layouts[n] = {"distribution": robustness.distribution(runs), "runs": runs}
+            walls[f"{n} layouts"] = time.monotonic() - t0
     text = format_tables(quality, cost)
+    for n, lay in layouts.items():
+        title = (
+            f"{n} over {args.layouts} layouts x {args.layout_seeds} seeds "
+            "(docs/ROBUSTNESS.md): distributions over the runs"
+        )
+        text += "\n\n" + robustness.format_distribution(title, lay["distribution"])
     print(text)
     print(
         f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
@@ -306,7 +388,10 @@ def main(args: argparse.Namespace) -> int:
     )
     (out / "repro.md").write_text(text + "\n", encoding="utf-8")
     (out / "repro.json").write_text(
-        json.dumps({"quality": quality, "cost": cost, "wall_s": walls}, indent=2) + "\n",
+        json.dumps(
+            {"quality": quality, "cost": cost, "layouts": layouts, "wall_s": walls}, indent=2
+        )
+        + "\n",
         encoding="utf-8",
     )
     return 0
