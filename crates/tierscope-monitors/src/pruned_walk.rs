@@ -25,7 +25,7 @@
 use crate::regions::three_regions;
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS};
@@ -48,6 +48,11 @@ pub struct PrunedWalkConfig {
     /// Most runs probed per sampling interval (runs beyond it are grouped with their
     /// nearest neighbours); 0 turns probing off, and accessed blocks report 1.
     pub max_probes: u32,
+    /// Windows an entry one level above `depth` is read alone after a walk found at least
+    /// [`DENSE_SHARE`] of its children accessed: set, it is reported whole (idle children
+    /// included). Its children are read again after that. 0 (the default) never skips, and
+    /// every window stays exact.
+    pub dense_windows: u32,
 }
 
 impl Default for PrunedWalkConfig {
@@ -57,6 +62,7 @@ impl Default for PrunedWalkConfig {
             aggr: Duration(200 * NS_PER_MS),
             depth: Level::Pmd,
             max_probes: 100,
+            dense_windows: 0,
         }
     }
 }
@@ -103,6 +109,10 @@ impl Technique for PrunedWalkConfig {
     }
 }
 
+/// Share of an entry's children accessed in a window above which `dense_windows` lets the
+/// walk skip them.
+pub const DENSE_SHARE: f64 = 0.95;
+
 /// A group of accessed runs probed as one: `spans[first..end]` of the last walk.
 #[derive(Debug, Clone, Copy)]
 struct Unit {
@@ -124,6 +134,8 @@ pub struct PrunedWalkMonitor {
     /// Non-leaf entries whose children have been cleared at least once (`base | level`):
     /// their children's bits mean something.
     clean: HashSet<u64>,
+    /// Dense entries read alone (`base | level`), until the window numbered here.
+    skipping: HashMap<u64, u32>,
     /// The last window's accessed spans (sorted, disjoint, at least the depth's span
     /// each), the blocks before each in `cum` (one more entry), and the probe units.
     spans: Vec<(u64, u64)>,
@@ -159,6 +171,7 @@ impl PrunedWalkMonitor {
             samples_in_window: 0,
             windows: 0,
             clean: HashSet::new(),
+            skipping: HashMap::new(),
             spans: vec![],
             cum: vec![0],
             units: vec![],
@@ -228,7 +241,7 @@ impl PrunedWalkMonitor {
     }
 
     /// Reads the entries at `level` over `ranges` (within `parent`'s span when given) and
-    /// collects an address inside each accessed one in `set`.
+    /// collects an address inside each accessed one in `set`; returns how many it read.
     fn read_table(
         &mut self,
         m: &mut dyn Machine,
@@ -236,10 +249,11 @@ impl PrunedWalkMonitor {
         parent: Option<(u64, u64)>,
         ranges: &[AddrRange],
         set: &mut Vec<u64>,
-    ) {
+    ) -> usize {
         let span = level.span();
         let mut last = None;
         let mut first = true;
+        let mut read = 0;
         for r in ranges {
             let (lo, hi) = match parent {
                 Some((s, e)) => (r.start.max(s), r.end.min(e)),
@@ -251,14 +265,18 @@ impl PrunedWalkMonitor {
                     last = Some(entry);
                     // An address inside the range: the entry's own start may be unmapped.
                     let va = entry.max(lo);
-                    if self.read_clear(m, level, va, first) == Some(true) {
-                        set.push(va);
+                    if let Some(accessed) = self.read_clear(m, level, va, first) {
+                        if accessed {
+                            set.push(va);
+                        }
+                        read += 1;
+                        first = false;
                     }
-                    first = false;
                 }
                 entry += span;
             }
         }
+        read
     }
 
     /// The accessed entry at `level` holding `va`: report it (at the walk's depth or a
@@ -279,17 +297,46 @@ impl PrunedWalkMonitor {
             Some(c) if level > self.cfg.depth && level > leaf => c,
             _ => return push_clipped(out, span, ranges),
         };
+        let key = base | level.index() as u64;
+        if let Some(&until) = self.skipping.get(&key) {
+            // Dense when last read: the entry alone stands for its span.
+            if self.windows + 1 < until {
+                return push_clipped(out, span, ranges);
+            }
+            // Its children kept the bits of the skipped windows: read them again only
+            // after one clearing.
+            self.skipping.remove(&key);
+            self.clean.remove(&key);
+        }
         let mut set = std::mem::take(&mut self.scratch[child.index()]);
         set.clear();
-        self.read_table(m, child, Some(span), ranges, &mut set);
-        if self.clean.insert(base | level.index() as u64) {
+        let read = self.read_table(m, child, Some(span), ranges, &mut set);
+        if self.clean.insert(key) {
             push_clipped(out, span, ranges);
         } else {
+            let dense = set.len() as f64 >= DENSE_SHARE * read as f64;
+            if self.cfg.dense_windows > 0 && child == self.cfg.depth && dense {
+                // This walk closes window `windows + 1`; the next `dense_windows` skip.
+                let until = self.windows + 2 + self.cfg.dense_windows;
+                self.skipping.insert(key, until);
+            }
             for &c in &set {
                 self.enter(m, child, c, ranges, out);
             }
         }
         self.scratch[child.index()] = set;
+    }
+
+    /// Whether the block at `va` lies under an entry the walk skips: its bits may be
+    /// older than the window, so probes do not report it.
+    fn skipped(&self, va: u64) -> bool {
+        let Some(up) = self.cfg.depth.up() else {
+            return false;
+        };
+        !self.skipping.is_empty()
+            && self
+                .skipping
+                .contains_key(&(up.align_down(va) | up.index() as u64))
     }
 
     /// Checks the probes prepared at the last wake.
@@ -299,7 +346,9 @@ impl PrunedWalkMonitor {
             m.cost_mut().region_visits += 1;
             if m.accessed(level, va) == Some(true) {
                 self.units[u].count += 1;
-                self.seen.push(va);
+                if !self.skipped(va) {
+                    self.seen.push(va);
+                }
             }
         }
     }
@@ -323,7 +372,9 @@ impl PrunedWalkMonitor {
             if m.test_and_clear_accessed(level, va) == Some(true) {
                 // Set since its last clear, which was in this window (the walk clears
                 // every set bit under a set parent): accessed in this window.
-                self.seen.push(va);
+                if !self.skipped(va) {
+                    self.seen.push(va);
+                }
                 if leaf == Some(level) {
                     let start = level.align_down(va);
                     self.cleared_leaves.push((start, start + level.span()));
@@ -708,6 +759,73 @@ mod tests {
             pmds.iter().all(|&va| (pud(1)..pud(2)).contains(&va)),
             "{pmds:x?}"
         );
+    }
+
+    #[test]
+    fn dense_entries_are_read_alone_for_dense_windows_and_never_miss_a_block() {
+        let mut m = heap();
+        // No probes: every clear of a 2 MiB entry below is then the walk's.
+        let cfg = PrunedWalkConfig {
+            dense_windows: 4,
+            max_probes: 0,
+            ..PrunedWalkConfig::default()
+        };
+        let mut mon = PrunedWalkMonitor::new(cfg, Rng::new(1));
+        let mut rng = Rng::new(6);
+        mon.wake(&mut m);
+        let blocks = |n: u64| {
+            move |k: u32, _: &mut Rng| -> Vec<u64> {
+                if k == 0 {
+                    (0..n).map(|b| pud(1) + b * MIB2).collect()
+                } else {
+                    vec![]
+                }
+            }
+        };
+        let pmd_clears = |m: &Flat| -> u32 {
+            m.clears
+                .iter()
+                .filter(|(&(l, va), _)| l == Level::Pmd && (pud(1)..pud(2)).contains(&va))
+                .map(|(_, &n)| n)
+                .sum()
+        };
+        // All 512 blocks accessed: window 1 clears the children (start-up), window 2 reads
+        // them and finds the entry dense, windows 3-6 skip them, window 7 clears them
+        // again, window 8 reads them, and so on.
+        for _ in 0..2 {
+            window(&mut mon, &mut m, &mut rng, blocks(512));
+        }
+        let mut read_in = vec![];
+        for _ in 0..12 {
+            let before = pmd_clears(&m);
+            let (s, truth) = window(&mut mon, &mut m, &mut rng, blocks(512));
+            assert_eq!(hot_blocks(&s), truth);
+            read_in.push(pmd_clears(&m) > before);
+        }
+        let (skip, read) = (false, true);
+        let cycle = [skip, skip, skip, skip, read, read];
+        assert_eq!(read_in, [cycle, cycle].concat());
+        // A quarter of them stay accessed: reported whole while skipped (a superset of
+        // the truth), exact once the children are read again (at most 4 + 2 windows).
+        let mut exact_after = None;
+        for w in 0..8 {
+            let (s, truth) = window(&mut mon, &mut m, &mut rng, blocks(128));
+            let hot = hot_blocks(&s);
+            assert!(hot.is_superset(&truth), "window {w}");
+            if hot == truth && exact_after.is_none() {
+                exact_after = Some(w);
+            }
+            if let Some(first) = exact_after {
+                assert_eq!(hot, truth, "window {w}, exact since {first}");
+            }
+        }
+        assert!(exact_after.is_some_and(|w| w <= 6), "{exact_after:?}");
+        // Idle as a whole: reported idle at once, skipped or not.
+        for _ in 0..3 {
+            window(&mut mon, &mut m, &mut rng, blocks(512));
+        }
+        let (s, _) = window(&mut mon, &mut m, &mut rng, |_, _| vec![]);
+        assert!(hot_blocks(&s).is_empty());
     }
 
     #[test]
