@@ -9,6 +9,7 @@ pub mod layout;
 pub mod mmu;
 pub mod page_table;
 pub mod pml;
+pub mod prefetch;
 pub mod stat;
 pub mod stream;
 pub mod tiers;

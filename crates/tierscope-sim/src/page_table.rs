@@ -102,18 +102,11 @@ impl PageTable {
     /// this a few accesses ahead: the walk is memory-bound).
     #[inline(always)]
     pub fn prefetch(&self, e: EntryRef) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(w) = self
             .words
             .get(e.table as usize * 8 + (e.index as usize >> 6))
         {
-            // SAFETY: prefetching is a hint with no architectural effect; the pointer is
-            // to a live element of `words`.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    w.as_ptr() as *const i8
-                )
-            };
+            crate::prefetch::line(w);
         }
     }
 
