@@ -26,7 +26,7 @@ const NIBBLES: u64 = 0x1111_1111_1111_1111;
 #[derive(Debug, Clone)]
 #[repr(C)]
 struct Set {
-    fp: [u64; MAX_WAYS / 8],
+    fp: [u8; MAX_WAYS],
     order: u64,
     tags: [u64; MAX_WAYS],
     values: [u64; MAX_WAYS],
@@ -35,6 +35,12 @@ struct Set {
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
     ways: usize,
+    /// Whether ways 8.. exist (else a probe reads one fingerprint word).
+    wide: bool,
+    /// `4 * (ways - 1)`: where the LRU victim sits in `order`.
+    last_shift: u32,
+    /// The nibbles of positions `0..ways` in `order`.
+    order_mask: u64,
     set_mask: u64,
     sets: Vec<Set>,
 }
@@ -62,12 +68,20 @@ fn through(pos: usize) -> u64 {
 }
 
 impl Set {
-    /// The way holding `tag`, if any.
+    /// The fingerprints of ways `8 * half..8 * half + 8` as one word.
     #[inline(always)]
-    fn find(&self, tag: u64) -> Option<usize> {
+    fn fp_word(&self, half: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.fp[8 * half..8 * half + 8]);
+        u64::from_le_bytes(b)
+    }
+
+    /// The way holding `tag`, if any; `wide` when ways 8.. exist.
+    #[inline(always)]
+    fn find(&self, tag: u64, wide: bool) -> Option<usize> {
         let f = fingerprint(tag);
-        for (half, &word) in self.fp.iter().enumerate() {
-            let mut m = matching_bytes(word, f);
+        for half in 0..1 + wide as usize {
+            let mut m = matching_bytes(self.fp_word(half), f);
             while m != 0 {
                 let way = half * 8 + (m.trailing_zeros() / 8) as usize;
                 if self.tags[way] == tag {
@@ -83,9 +97,7 @@ impl Set {
     #[inline(always)]
     fn put_tag(&mut self, way: usize, tag: u64) {
         self.tags[way] = tag;
-        let shift = 8 * (way % 8);
-        let w = &mut self.fp[way / 8];
-        *w = (*w & !(0xff << shift)) | fingerprint(tag) << shift;
+        self.fp[way] = fingerprint(tag) as u8;
     }
 
     /// The recency position of `way` (which is in the order): the lowest nibble equal to
@@ -97,12 +109,6 @@ impl Set {
         let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
         debug_assert!(zero != 0, "every way is in the order");
         zero.trailing_zeros() as usize / 4
-    }
-
-    /// The way at recency position `pos`.
-    #[inline(always)]
-    fn way_at(&self, pos: usize) -> usize {
-        (self.order >> (4 * pos) & 0xf) as usize
     }
 
     /// Moves the way at recency position `pos` to the front.
@@ -132,7 +138,7 @@ impl SetAssoc {
         // Position i holds way i: 0xfedc_ba98_7654_3210.
         let order = (0..MAX_WAYS as u64).fold(0, |o, i| o | i << (4 * i));
         let mut empty = Set {
-            fp: [0; MAX_WAYS / 8],
+            fp: [0; MAX_WAYS],
             order,
             tags: [INVALID; MAX_WAYS],
             values: [0; MAX_WAYS],
@@ -140,6 +146,9 @@ impl SetAssoc {
         empty.clear();
         SetAssoc {
             ways,
+            wide: ways > 8,
+            last_shift: 4 * (ways as u32 - 1),
+            order_mask: through(ways - 1),
             set_mask: (g.entries / g.ways) as u64 - 1,
             sets: vec![empty; (g.entries / g.ways) as usize],
         }
@@ -155,8 +164,9 @@ impl SetAssoc {
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
         let si = self.set_index(set_key);
+        let wide = self.wide;
         let set = &mut self.sets[si];
-        let way = set.find(tag)?;
+        let way = set.find(tag, wide)?;
         let pos = set.position_of(way);
         set.promote(pos);
         Some(si * MAX_WAYS + way)
@@ -177,12 +187,13 @@ impl SetAssoc {
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
         let si = self.set_index(set_key);
-        let last = self.ways - 1;
+        let (shift, mask) = (self.last_shift, self.order_mask);
         let set = &mut self.sets[si];
-        let victim = set.way_at(last);
-        set.put_tag(victim, tag);
-        set.values[victim] = value;
-        set.promote(last);
+        let victim = set.order >> shift & 0xf;
+        set.put_tag(victim as usize, tag);
+        set.values[victim as usize] = value;
+        // promote(ways - 1) with the masks precomputed: every position moves back one.
+        set.order = (set.order & !mask) | (set.order << 4 & mask) | victim;
     }
 
     /// Hints the CPU to load the line a probe of `set_key` reads first (fingerprints and
@@ -195,9 +206,9 @@ impl SetAssoc {
     /// Drops `tag` if cached; its way becomes the next victim.
     pub fn invalidate(&mut self, set_key: u64, tag: u64) {
         let si = self.set_index(set_key);
-        let ways = self.ways;
+        let (ways, wide) = (self.ways, self.wide);
         let set = &mut self.sets[si];
-        if let Some(way) = set.find(tag) {
+        if let Some(way) = set.find(tag, wide) {
             set.put_tag(way, INVALID);
             let pos = set.position_of(way);
             set.demote(pos, ways);
@@ -223,7 +234,7 @@ impl Set {
     /// Every way empty (INVALID tags with their fingerprints); the order is kept.
     fn clear(&mut self) {
         self.tags.fill(INVALID);
-        self.fp.fill(fingerprint(INVALID).wrapping_mul(BYTES));
+        self.fp.fill(fingerprint(INVALID) as u8);
     }
 }
 

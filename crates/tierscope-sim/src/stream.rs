@@ -164,6 +164,21 @@ impl AccessStream {
         self.batch_left = MASIM_BATCH;
     }
 
+    /// Issues the next accesses into `buf` (as `va | STORE` records, [`trace::STORE`] for
+    /// a store), stopping when `until` have been issued in all or `buf` is full; returns
+    /// how many. The engine executes accesses in such batches: generating them is
+    /// independent of the machine's state, and a batch lets it look ahead.
+    #[inline]
+    pub fn fill(&mut self, until: u64, buf: &mut [u64]) -> usize {
+        let end = until.min(self.issued + buf.len() as u64);
+        let mut n = 0;
+        self.run(end, |va, w| {
+            buf[n] = va | if w { trace::STORE } else { 0 };
+            n += 1;
+        });
+        n
+    }
+
     /// Issues accesses until `until` have been issued in all, calling `f(va, is_store)`.
     #[inline]
     pub fn run<F: FnMut(u64, bool)>(&mut self, until: u64, mut f: F) {

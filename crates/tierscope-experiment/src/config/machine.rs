@@ -218,6 +218,7 @@ impl MachineConfig {
             page_size: self.page_size,
             tlb: self.tlb,
             llc: self.llc,
+            host_threads: 1,
         }
     }
 }
