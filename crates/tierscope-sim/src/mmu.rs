@@ -9,7 +9,7 @@
 
 use crate::cache::SetAssoc;
 use crate::config::TlbConfig;
-use crate::page_table::{index_at, EntryRef, PageTable};
+use crate::page_table::{EntryRef, PageTable};
 use crate::pml::Pml;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::{Flush, Level, MachineStats};
@@ -177,43 +177,43 @@ impl Core {
     }
 
     /// A page walk from the deepest paging-structure-cache hit (or CR3), loading and marking
-    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs.
+    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs. Levels
+    /// are numbers here (0 = PTE ... 4 = PML5, as `Level::index`): the span shift and the
+    /// cache index are then arithmetic, not matches.
     fn walk(&mut self, pt: &PageTable, mut pml: Option<&mut Pml>, va: u64, write: bool) {
         self.stats.walks += 1;
         let mut table = 0u32;
-        let mut level = self.root;
-        // Deepest cached level first: PDE, PDPTE, PML4E (5-level paging only).
-        for (k, cached) in [Level::Pmd, Level::Pud, Level::Pml4]
-            .into_iter()
-            .enumerate()
-            .take(self.probes)
-        {
-            let key = va >> cached.span_shift();
+        let mut lv = self.root.index();
+        // Deepest cached level first: PDE, PDPTE, PML4E (5-level paging only). Cache `k`
+        // holds entries of level `k + 1`; a hit continues the walk at level `k`.
+        for k in 0..self.probes {
+            let key = va >> (21 + 9 * k);
             if let Some(slot) = self.psc[k].lookup(key, key) {
                 table = self.psc[k].value(slot) as u32;
-                level = cached.down().expect("cached levels are above the leaf");
+                lv = k;
                 break;
             }
         }
         let mut loads = 0;
         loop {
+            let shift = 12 + 9 * lv as u32;
             let e = EntryRef {
                 table,
-                index: index_at(level, va) as u16,
+                index: (va >> shift & 511) as u16,
             };
             debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
             loads += 1;
             if let Some(p) = pml.as_deref_mut() {
                 // EPT A/D on: the walker's access to the table counts as a write.
-                p.table_load(table, level, va);
+                p.table_load(table, Level::from_index(lv), va);
             }
             pt.mark_accessed(e);
-            if level == Level::Pte || pt.is_huge(e) {
+            if lv == 0 || pt.is_huge(e) {
                 if write {
                     pt.mark_dirty(e);
                 }
                 let v = pack(e, pt.dirty(e));
-                if level == Level::Pte {
+                if lv == 0 {
                     let p4 = va >> 12;
                     self.l2.insert(p4, l2_tag(p4, false), v);
                     self.l1_4k.insert(p4, p4, v);
@@ -226,10 +226,13 @@ impl Core {
                 return;
             }
             let child = pt.child(table, e.index as usize);
-            let key = va >> level.span_shift();
-            self.psc[level.index() - 1].insert(key, key, child as u64);
+            // A cache no walk probes (the root level's) would never be read: not filled.
+            if lv - 1 < self.probes {
+                let key = va >> shift;
+                self.psc[lv - 1].insert(key, key, child as u64);
+            }
             table = child;
-            level = level.down().expect("non-leaf above pte");
+            lv -= 1;
         }
     }
 }

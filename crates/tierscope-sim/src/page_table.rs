@@ -188,19 +188,19 @@ impl PageTable {
     #[inline(always)]
     pub fn leaf_hint(&self, va: u64) -> EntryRef {
         let mut table = 0u32;
-        let mut l = self.paging.root();
-        while l > Level::Pte {
+        let mut shift = self.paging.root().span_shift();
+        while shift > 12 {
             let base = self.child_base[table as usize];
-            let child = self.children[base as usize + index_at(l, va)];
+            let child = self.children[base as usize + (va >> shift & 511) as usize];
             if child == NO_CHILDREN {
                 break;
             }
             table = child;
-            l = l.down().expect("above pte");
+            shift -= 9;
         }
         EntryRef {
             table,
-            index: index_at(l, va) as u16,
+            index: (va >> shift & 511) as u16,
         }
     }
 
