@@ -22,9 +22,11 @@ const NIBBLES: u64 = 0x1111_1111_1111_1111;
 /// `p` in bits `4p..4p+4`), so the LRU victim is the last position and moving a way to
 /// the front is a few shifts and masks. Positions from `ways` up keep their initial way
 /// numbers (all `>= ways`), so a search for a real way never finds them; ways from `ways`
-/// up keep the INVALID tag, so a fingerprint match there never verifies.
+/// up keep the INVALID tag, so a fingerprint match there never verifies. Aligned to a
+/// cache line: the fingerprints and the order then always share the first line (the one
+/// `prefetch` loads), and sets of caches of different cores never share a line.
 #[derive(Debug, Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 struct Set {
     fp: [u8; MAX_WAYS],
     order: u64,

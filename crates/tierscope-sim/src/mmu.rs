@@ -38,8 +38,10 @@ fn l2_tag(page_number: u64, huge: bool) -> u64 {
 
 /// One core's translation caches, and what it counted. Everything an access changes
 /// besides the page table's bits lives here, so cores can run on different host threads
-/// (the page table is shared: `PageTable::mark_*`).
+/// (the page table is shared: `PageTable::mark_*`). Aligned so that two cores' counters
+/// never share a cache line (false sharing between host threads).
 #[derive(Debug, Clone)]
+#[repr(align(128))]
 pub struct Core {
     l1_4k: SetAssoc,
     l1_2m: SetAssoc,

@@ -27,7 +27,9 @@ use tierscope_core::PmuSample;
 pub const MIN_ACCESSES: u64 = 16 * 1024;
 
 /// One host thread's share of an advance: its counts, merged by the engine afterwards,
-/// and its batch buffer.
+/// and its batch buffer. Aligned so that workers on different host threads never share
+/// a cache line.
+#[repr(align(128))]
 pub struct Worker {
     pub truth: TruthRecorder,
     pub traffic: Vec<TierTraffic>,

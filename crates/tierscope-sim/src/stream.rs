@@ -32,8 +32,11 @@ struct Phase {
     end_ns: Nanos,
 }
 
-/// One workload thread's deterministic access stream.
+/// One workload thread's deterministic access stream. Aligned so that the streams of
+/// cores running on different host threads never share a cache line (the generator's
+/// state changes on every access).
 #[derive(Debug, Clone)]
+#[repr(align(128))]
 pub struct AccessStream {
     phases: Vec<Phase>,
     cycle_ns: Nanos,
