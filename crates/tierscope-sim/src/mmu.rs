@@ -209,12 +209,9 @@ impl Core {
                 // EPT A/D on: the walker's access to the table counts as a write.
                 p.table_load(table, Level::from_index(lv), va);
             }
-            pt.mark_accessed(e);
-            if lv == 0 || pt.is_huge(e) {
-                if write {
-                    pt.mark_dirty(e);
-                }
-                let v = pack(e, pt.dirty(e));
+            let huge = pt.walk_load(e);
+            if lv == 0 || huge {
+                let v = pack(e, pt.walk_leaf_dirty(e, write));
                 if lv == 0 {
                     let p4 = va >> 12;
                     self.l2.insert(p4, l2_tag(p4, false), v);

@@ -276,11 +276,32 @@ impl PageTable {
     pub fn set_accessed(&mut self, e: EntryRef) {
         self.set(e.table, e.index as usize, Bit::Accessed)
     }
-    /// Sets ACCESSED through shared access (the walker).
+    /// The walker's load of `e`: sets its ACCESSED bit and returns whether it is a huge
+    /// leaf (one address computation for both; they share a word group).
     #[inline(always)]
-    pub fn mark_accessed(&self, e: EntryRef) {
-        self.mark(e.table, e.index as usize, Bit::Accessed)
+    pub fn walk_load(&self, e: EntryRef) -> bool {
+        let w = &self.words[e.table as usize * 8 + (e.index as usize >> 6)].0;
+        let m = 1 << (e.index & 63);
+        let a = &w[Bit::Accessed as usize];
+        if a.load(Relaxed) & m == 0 {
+            a.fetch_or(m, Relaxed);
+        }
+        w[Bit::Huge as usize].load(Relaxed) & m != 0
     }
+
+    /// The walker at the leaf `e`: sets DIRTY for a store and returns DIRTY.
+    #[inline(always)]
+    pub fn walk_leaf_dirty(&self, e: EntryRef, write: bool) -> bool {
+        let d = &self.words[e.table as usize * 8 + (e.index as usize >> 6)].0[Bit::Dirty as usize];
+        let m = 1 << (e.index & 63);
+        let old = d.load(Relaxed);
+        if write && old & m == 0 {
+            d.fetch_or(m, Relaxed);
+            return true;
+        }
+        old & m != 0
+    }
+
     /// Sets DIRTY through shared access (the walker, and stores through a clean cached
     /// translation).
     #[inline(always)]
