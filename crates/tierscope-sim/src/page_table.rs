@@ -261,10 +261,6 @@ impl PageTable {
         self.get(e.table, e.index as usize, Bit::Present)
     }
     #[inline(always)]
-    pub fn is_huge(&self, e: EntryRef) -> bool {
-        self.get(e.table, e.index as usize, Bit::Huge)
-    }
-    #[inline(always)]
     pub fn level(&self, table: u32) -> Level {
         self.level_of[table as usize]
     }
