@@ -1,8 +1,9 @@
 //! Benchmark (not a test): simulated accesses per second of the exact engine, one thread,
 //! random loads over the whole heap. Prints the median of several timed slices.
 //!
-//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS] [SLICE_S] [tiers]`
-//! e.g. `-- 64GiB 4KiB 5`. With `tiers`, a second engine with memory tiers (DRAM holding
+//! `cargo run --release -p tierscope-sim --example bench_exact -- [HEAP] [PAGE] [REPEATS] [SLICE_S] [tiers] [threads=N] [host=N]`
+//! e.g. `-- 64GiB 4KiB 5`. `threads=N`: N workload threads (each random over the whole
+//! heap; the rate printed is per workload thread), `host=N`: on up to N host threads. With `tiers`, a second engine with memory tiers (DRAM holding
 //! a quarter of the heap, then CXL) runs the same slices in turn with the first, and the
 //! per-slice ratio of their rates is reported (the cost of counting each access's tier). A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
 //! whose instruction counts do not depend on the machine's load.
@@ -27,14 +28,21 @@ fn main() {
         "heap, {bytes}\n\np\n1000000\nheap, 1, 4096, 1, ro\n"
     ))
     .unwrap();
+    let option = |key: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(key))
+            .map_or(1, |v| v.parse::<u32>().expect("a number"))
+    };
+    let (threads, host_threads) = (option("threads="), option("host="));
     let config = SimMachine {
         page_size: page,
+        host_threads,
         ..SimMachine::default()
     };
     let params = WorkloadParams {
         spec: &spec,
         rate: 10_000_000,
-        threads: 1,
+        threads,
         seed: 1,
         block_size: 2 << 20,
         truth_threshold: 1,
@@ -46,7 +54,7 @@ fn main() {
         t0.elapsed().as_secs_f64(),
         engine.page_table_bytes() >> 20
     );
-    let mut tiered = (args.get(4).map(String::as_str) == Some("tiers")).then(|| {
+    let mut tiered = args.iter().any(|a| a == "tiers").then(|| {
         let mut e = ExactEngine::new(&config, &params).unwrap();
         let tier = |name: &str, capacity| {
             let p = tier_preset(name).unwrap();
@@ -103,8 +111,13 @@ fn main() {
     rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let median = rates[rates.len() / 2];
     let s = engine.stats();
+    let per = if threads > 1 {
+        format!(" per workload thread ({threads} threads, host_threads {host_threads})")
+    } else {
+        String::new()
+    };
     println!(
-        "heap {heap} page {page}: median {:.1} M accesses/s (min {:.1}, max {:.1}); TLB L1 hit {:.1}%, walks {:.1}%",
+        "heap {heap} page {page}: median {:.1} M accesses/s{per} (min {:.1}, max {:.1}); TLB L1 hit {:.1}%, walks {:.1}%",
         median / 1e6,
         rates[0] / 1e6,
         rates[rates.len() - 1] / 1e6,

@@ -9,45 +9,124 @@ const INVALID: u64 = u64::MAX;
 /// beyond one on the way count).
 pub const MAX_WAYS: usize = 16;
 
-/// One set: tags and values per way, and the ways in recency order (most recent first),
-/// so the LRU victim is the last entry and no search is needed to find it.
+/// A byte repeated in every byte of a word.
+const BYTES: u64 = 0x0101_0101_0101_0101;
+/// A 4-bit field repeated in every nibble.
+const NIBBLES: u64 = 0x1111_1111_1111_1111;
+
+/// One set. `fp` holds one fingerprint byte per way (a hash of its tag): a probe compares
+/// all of them at once with word arithmetic and checks the full tag only where a byte
+/// matches, so a miss costs a few instructions whatever the associativity (the exact
+/// engine's workloads miss the TLBs on almost every access). `order` lists the ways in
+/// recency order (most recent first) as 4-bit way numbers packed in one word (position
+/// `p` in bits `4p..4p+4`), so the LRU victim is the last position and moving a way to
+/// the front is a few shifts and masks. Positions from `ways` up keep their initial way
+/// numbers (all `>= ways`), so a search for a real way never finds them; ways from `ways`
+/// up keep the INVALID tag, so a fingerprint match there never verifies. Aligned to a
+/// cache line: the fingerprints and the order then always share the first line (the one
+/// `prefetch` loads), and sets of caches of different cores never share a line.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 struct Set {
+    fp: [u8; MAX_WAYS],
+    order: u64,
     tags: [u64; MAX_WAYS],
     values: [u64; MAX_WAYS],
-    order: [u8; MAX_WAYS],
 }
 
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
     ways: usize,
+    /// Whether ways 8.. exist (else a probe reads one fingerprint word).
+    wide: bool,
+    /// `4 * (ways - 1)`: where the LRU victim sits in `order`.
+    last_shift: u32,
+    /// The nibbles of positions `0..ways` in `order`.
+    order_mask: u64,
     set_mask: u64,
     sets: Vec<Set>,
 }
 
+/// The fingerprint byte of a tag: its top byte after a multiplicative hash (tags in one
+/// set share their low bits, the set index, so those bits would not tell them apart).
+#[inline(always)]
+fn fingerprint(tag: u64) -> u64 {
+    tag.wrapping_mul(tierscope_core::rng::GOLDEN) >> 56
+}
+
+/// Flags (bit 7 of the byte) the bytes of `word` equal to `byte`. The lowest flag is
+/// always a true match; higher ones may be false positives (a borrow out of a matching
+/// byte), which the caller's full-tag check rejects.
+#[inline(always)]
+fn matching_bytes(word: u64, byte: u64) -> u64 {
+    let x = word ^ byte.wrapping_mul(BYTES);
+    x.wrapping_sub(BYTES) & !x & (BYTES << 7)
+}
+
+/// Mask of the nibbles at positions `0..=pos`.
+#[inline(always)]
+fn through(pos: usize) -> u64 {
+    (((1u64 << (4 * pos)) - 1) << 4) | 0xf
+}
+
 impl Set {
-    /// The recency position of `way`.
+    /// The fingerprints of ways `8 * half..8 * half + 8` as one word.
     #[inline(always)]
-    fn position_of(&self, way: usize, ways: usize) -> usize {
-        self.order[..ways]
-            .iter()
-            .position(|&w| w as usize == way)
-            .expect("every way is in the order")
+    fn fp_word(&self, half: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.fp[8 * half..8 * half + 8]);
+        u64::from_le_bytes(b)
+    }
+
+    /// The way holding `tag`, if any; `wide` when ways 8.. exist.
+    #[inline(always)]
+    fn find(&self, tag: u64, wide: bool) -> Option<usize> {
+        let f = fingerprint(tag);
+        for half in 0..1 + wide as usize {
+            let mut m = matching_bytes(self.fp_word(half), f);
+            while m != 0 {
+                let way = half * 8 + (m.trailing_zeros() / 8) as usize;
+                if self.tags[way] == tag {
+                    return Some(way);
+                }
+                m &= m - 1;
+            }
+        }
+        None
+    }
+
+    /// Stores `tag` in `way` (with its fingerprint).
+    #[inline(always)]
+    fn put_tag(&mut self, way: usize, tag: u64) {
+        self.tags[way] = tag;
+        self.fp[way] = fingerprint(tag) as u8;
+    }
+
+    /// The recency position of `way` (which is in the order): the lowest nibble equal to
+    /// it, found with the zero-nibble trick on `order ^ way * NIBBLES` (as for bytes in
+    /// `matching_bytes`, the lowest flagged nibble is a true zero).
+    #[inline(always)]
+    fn position_of(&self, way: usize) -> usize {
+        let x = self.order ^ (way as u64 * NIBBLES);
+        let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+        debug_assert!(zero != 0, "every way is in the order");
+        zero.trailing_zeros() as usize / 4
     }
 
     /// Moves the way at recency position `pos` to the front.
     #[inline(always)]
     fn promote(&mut self, pos: usize) {
-        let way = self.order[pos];
-        self.order.copy_within(0..pos, 1);
-        self.order[0] = way;
+        let way = self.order >> (4 * pos) & 0xf;
+        let below = (1u64 << (4 * pos)) - 1;
+        self.order = (self.order & !through(pos)) | (self.order & below) << 4 | way;
     }
 
     /// Moves the way at recency position `pos` to position `ways - 1` (next victim).
     fn demote(&mut self, pos: usize, ways: usize) {
-        let way = self.order[pos];
-        self.order.copy_within(pos + 1..ways, pos);
-        self.order[ways - 1] = way;
+        let way = self.order >> (4 * pos) & 0xf;
+        let span = through(ways - 1) & !through(pos);
+        let keep = self.order & !(span | 0xf << (4 * pos));
+        self.order = keep | (self.order & span) >> 4 | way << (4 * (ways - 1));
     }
 }
 
@@ -58,17 +137,20 @@ impl SetAssoc {
             ways <= MAX_WAYS,
             "at most {MAX_WAYS} ways (validated in the config)"
         );
-        let mut order = [0u8; MAX_WAYS];
-        for (i, o) in order.iter_mut().enumerate() {
-            *o = i as u8;
-        }
-        let empty = Set {
+        // Position i holds way i: 0xfedc_ba98_7654_3210.
+        let order = (0..MAX_WAYS as u64).fold(0, |o, i| o | i << (4 * i));
+        let mut empty = Set {
+            fp: [0; MAX_WAYS],
+            order,
             tags: [INVALID; MAX_WAYS],
             values: [0; MAX_WAYS],
-            order,
         };
+        empty.clear();
         SetAssoc {
             ways,
+            wide: ways > 8,
+            last_shift: 4 * (ways as u32 - 1),
+            order_mask: through(ways - 1),
             set_mask: (g.entries / g.ways) as u64 - 1,
             sets: vec![empty; (g.entries / g.ways) as usize],
         }
@@ -84,10 +166,10 @@ impl SetAssoc {
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
         let si = self.set_index(set_key);
-        let ways = self.ways;
+        let wide = self.wide;
         let set = &mut self.sets[si];
-        let way = set.tags[..ways].iter().position(|&t| t == tag)?;
-        let pos = set.position_of(way, ways);
+        let way = set.find(tag, wide)?;
+        let pos = set.position_of(way);
         set.promote(pos);
         Some(si * MAX_WAYS + way)
     }
@@ -107,29 +189,37 @@ impl SetAssoc {
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
         let si = self.set_index(set_key);
-        let last = self.ways - 1;
+        let (shift, mask) = (self.last_shift, self.order_mask);
         let set = &mut self.sets[si];
-        let victim = set.order[last] as usize;
-        set.tags[victim] = tag;
-        set.values[victim] = value;
-        set.promote(last);
+        let victim = set.order >> shift & 0xf;
+        set.put_tag(victim as usize, tag);
+        set.values[victim as usize] = value;
+        // promote(ways - 1) with the masks precomputed: every position moves back one.
+        set.order = (set.order & !mask) | (set.order << 4 & mask) | victim;
+    }
+
+    /// Hints the CPU to load the line a probe of `set_key` reads first (fingerprints and
+    /// recency order).
+    #[inline(always)]
+    pub fn prefetch(&self, set_key: u64) {
+        crate::prefetch::line(&self.sets[self.set_index(set_key)]);
     }
 
     /// Drops `tag` if cached; its way becomes the next victim.
     pub fn invalidate(&mut self, set_key: u64, tag: u64) {
         let si = self.set_index(set_key);
-        let ways = self.ways;
+        let (ways, wide) = (self.ways, self.wide);
         let set = &mut self.sets[si];
-        if let Some(way) = set.tags[..ways].iter().position(|&t| t == tag) {
-            set.tags[way] = INVALID;
-            let pos = set.position_of(way, ways);
+        if let Some(way) = set.find(tag, wide) {
+            set.put_tag(way, INVALID);
+            let pos = set.position_of(way);
             set.demote(pos, ways);
         }
     }
 
     pub fn invalidate_all(&mut self) {
         for set in &mut self.sets {
-            set.tags.fill(INVALID);
+            set.clear();
         }
     }
 
@@ -139,6 +229,14 @@ impl SetAssoc {
             .iter()
             .map(|s| s.tags.iter().filter(|&&t| t != INVALID).count())
             .sum()
+    }
+}
+
+impl Set {
+    /// Every way empty (INVALID tags with their fingerprints); the order is kept.
+    fn clear(&mut self) {
+        self.tags.fill(INVALID);
+        self.fp.fill(fingerprint(INVALID) as u8);
     }
 }
 

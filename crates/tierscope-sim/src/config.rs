@@ -100,6 +100,9 @@ pub struct SimMachine {
     /// A last-level cache in front of the memory controllers (exact engine): only its
     /// misses reach NEMO's pipelines. None: every access does.
     pub llc: Option<tierscope_nemo::LlcConfig>,
+    /// Host threads the exact engine may run the workload's cores on (results do not
+    /// depend on it; docs/PERFORMANCE.md). 1: all cores on the run's own thread.
+    pub host_threads: u32,
 }
 
 impl Default for SimMachine {
@@ -109,6 +112,7 @@ impl Default for SimMachine {
             page_size: PageSize::Base4K,
             tlb: TlbConfig::default(),
             llc: None,
+            host_threads: 1,
         }
     }
 }

@@ -2,9 +2,11 @@
 //! TLBs and paging-structure caches and the page walker, and serves monitors the real bits.
 
 use crate::config::SimMachine;
+use crate::exec::{run_core, Batch};
 use crate::layout::{lay_out, Layout};
 use crate::mmu::Mmu;
 use crate::page_table::PageTable;
+use crate::parallel::{self, Worker};
 use crate::pml::Pml;
 use crate::stream::AccessStream;
 use crate::tiers::TierState;
@@ -19,11 +21,9 @@ use tierscope_core::{
 };
 use tierscope_nemo::{Driver, NemoConfig, Request};
 
-/// Accesses one thread issues before the next thread takes its turn.
-const INTERLEAVE: u64 = 1024;
-
-/// How many accesses ahead the single-threaded loop prefetches page-table bits.
-const PREFETCH_DISTANCE: usize = 16;
+/// Accesses one thread issues before the next thread takes its turn (on one host
+/// thread; PMU samples are ordered by these turns whatever the host threads).
+pub(crate) const INTERLEAVE: u64 = 1024;
 
 /// Bytes of one memory request: every access is one cache line reaching memory (no LLC
 /// filter yet, as the engine's truth and tier traffic count every access).
@@ -42,10 +42,37 @@ fn request(heap_start: u64, va: u64, write: bool) -> Request {
 
 /// A PEBS counter: counts qualifying events down from the period; at zero it records.
 #[derive(Debug, Clone, Copy)]
-struct Counter {
+pub(crate) struct Counter {
     event: PmuEvent,
     period: u64,
     left: u64,
+}
+
+impl Counter {
+    /// Counts an access; true when it is to be sampled.
+    #[inline(always)]
+    pub(crate) fn tick(&mut self, store: bool) -> bool {
+        let counts = match self.event {
+            PmuEvent::LoadsAndStores => true,
+            PmuEvent::Loads => !store,
+            PmuEvent::Stores => store,
+        };
+        if !counts {
+            return false;
+        }
+        self.left -= 1;
+        if self.left == 0 {
+            self.left = self.period;
+            return true;
+        }
+        false
+    }
+}
+
+/// The time of access number `i` of a thread issuing `rate` accesses per second.
+#[inline(always)]
+pub(crate) fn time_of(i: u64, rate: u64) -> Nanos {
+    (i as u128 * 1_000_000_000 / rate as u128) as u64
 }
 
 /// The PMU of the workload's cores: the programmed counter, each core's running copy, and
@@ -85,6 +112,12 @@ pub struct ExactEngine {
     nemo: Driver,
     now: Nanos,
     cost: CostCounters,
+    /// Host threads the workload's cores may run on (`SimMachine::host_threads`).
+    host_threads: usize,
+    /// Per host thread state of the parallel path, made on first use.
+    workers: Vec<Worker>,
+    /// The sequential path's batch buffer.
+    batch: Batch,
 }
 
 impl ExactEngine {
@@ -125,6 +158,9 @@ impl ExactEngine {
             nemo,
             now: 0,
             cost: CostCounters::default(),
+            host_threads: config.host_threads.max(1) as usize,
+            workers: vec![],
+            batch: Batch::default(),
         })
     }
 
@@ -141,6 +177,7 @@ impl ExactEngine {
     /// Scores the truth on writes only (a write log's truth: `Truth::Written`).
     pub fn set_written_truth(&mut self) {
         self.truth.set_writes_only();
+        self.workers.clear();
     }
 
     /// Gives the machine memory tiers, placed as `setup` says.
@@ -148,100 +185,113 @@ impl ExactEngine {
         self.tiers = Some(TierState::new(setup, &self.layout));
     }
 
-    /// One thread, no PMU: the fast path. Accesses are generated PREFETCH_DISTANCE ahead
-    /// of their execution and the line holding their leaf bits is prefetched (the walk is
-    /// otherwise bound by cache misses). Order and results are unchanged.
-    fn advance_single(&mut self, target: u64) {
-        let (mmu, truth, mut tiers) = (&mut self.mmu, &mut self.truth, self.tiers.as_mut());
-        let heap_start = self.layout.heap.start;
-        let mut nemo = (self.nemo.registered() > 0).then_some(&mut self.nemo);
-        let mut ring = [(0u64, false); PREFETCH_DISTANCE];
-        let mut filled = 0usize;
-        let mut head = 0usize;
-        self.streams[0].run(target, |va, w| {
-            if filled == PREFETCH_DISTANCE {
-                let (old_va, old_w) = ring[head];
-                mmu.access(0, old_va, old_w);
-                truth.record(old_va, old_w);
-                if let Some(t) = tiers.as_deref_mut() {
-                    t.record(old_va, old_w);
-                }
-                if let Some(d) = nemo.as_deref_mut() {
-                    d.access(&request(heap_start, old_va, old_w));
-                }
-            } else {
-                filled += 1;
-            }
-            mmu.pt.prefetch(mmu.pt.leaf_hint(va));
-            ring[head] = (va, w);
-            head = (head + 1) % PREFETCH_DISTANCE;
-        });
-        for k in 0..filled {
-            let (va, w) = ring[(head + PREFETCH_DISTANCE - filled + k) % PREFETCH_DISTANCE];
-            mmu.access(0, va, w);
-            truth.record(va, w);
-            if let Some(t) = tiers.as_deref_mut() {
-                t.record(va, w);
-            }
-            if let Some(d) = nemo.as_deref_mut() {
-                d.access(&request(heap_start, va, w));
-            }
-        }
-    }
-
-    /// Several threads (each on its own core) take turns of INTERLEAVE accesses; with a
-    /// PMU, every qualifying access counts down its core's counter.
-    fn advance_threads(&mut self, target: u64, mut pmu: Option<&mut [Counter]>) {
-        let (mmu, truth, samples) = (&mut self.mmu, &mut self.truth, &mut self.pmu.samples);
+    /// Runs every core on this host thread, in turns of INTERLEAVE accesses (one core:
+    /// to `target` at once); with a PMU, every qualifying access counts down its core's
+    /// counter. Everything the engine models is allowed here (PML, NEMO).
+    fn advance_sequential(&mut self, target: u64, mut pmu: Option<&mut [Counter]>) {
+        let mmu = &mut self.mmu;
+        let (pt, cores, mut pml) = (&mmu.pt, &mut mmu.cores, mmu.pml.as_deref_mut());
+        let (truth, samples) = (&mut self.truth, &mut self.pmu.samples);
         let mut tiers = self.tiers.as_mut();
         let heap_start = self.layout.heap.start;
         let mut nemo = (self.nemo.registered() > 0).then_some(&mut self.nemo);
         let rate = self.streams[0].rate();
+        let turn = if self.streams.len() == 1 {
+            u64::MAX
+        } else {
+            INTERLEAVE
+        };
         while self.streams[0].issued() < target {
-            let step = (self.streams[0].issued() + INTERLEAVE).min(target);
-            for (core, s) in self.streams.iter_mut().enumerate() {
+            let step = self.streams[0].issued().saturating_add(turn).min(target);
+            for ((core, s), c) in self.streams.iter_mut().enumerate().zip(cores.iter_mut()) {
                 let mut counter = pmu.as_deref_mut().map(|p| &mut p[core]);
                 let mut i = s.issued();
-                s.run(step, |va, w| {
-                    mmu.access(core, va, w);
-                    truth.record(va, w);
-                    if let Some(t) = tiers.as_deref_mut() {
-                        t.record(va, w);
-                    }
-                    if let Some(d) = nemo.as_deref_mut() {
-                        d.access(&request(heap_start, va, w));
-                    }
-                    if let Some(c) = counter.as_deref_mut() {
-                        let counts = match c.event {
-                            PmuEvent::LoadsAndStores => true,
-                            PmuEvent::Loads => !w,
-                            PmuEvent::Stores => w,
-                        };
-                        if counts {
-                            c.left -= 1;
-                            if c.left == 0 {
-                                c.left = c.period;
+                run_core(
+                    c,
+                    pt,
+                    pml.as_deref_mut(),
+                    s,
+                    step,
+                    &mut self.batch,
+                    |va, w| {
+                        truth.record(va, w);
+                        if let Some(t) = tiers.as_deref_mut() {
+                            t.record(va, w);
+                        }
+                        if let Some(d) = nemo.as_deref_mut() {
+                            d.access(&request(heap_start, va, w));
+                        }
+                        if let Some(c) = counter.as_deref_mut() {
+                            if c.tick(w) {
                                 samples.push(PmuSample {
-                                    time: (i as u128 * 1_000_000_000 / rate as u128) as u64,
+                                    time: time_of(i, rate),
                                     va,
                                     store: w,
                                 });
                             }
                         }
-                    }
-                    i += 1;
-                });
+                        i += 1;
+                    },
+                );
             }
         }
     }
 
+    /// Whether this advance may run the cores on several host threads: more than one of
+    /// each, enough accesses to pay for starting the threads, and nothing whose outcome
+    /// depends on the order of the cores' accesses (PML's log and NEMO's pipelines are
+    /// single streams; they keep the sequential path).
+    fn parallel_threads(&self, target: u64) -> usize {
+        let n = self.host_threads.min(self.streams.len());
+        let work = target - self.streams[0].issued();
+        if n < 2
+            || work < parallel::MIN_ACCESSES
+            || self.mmu.pml.is_some()
+            || self.nemo.registered() > 0
+        {
+            return 1;
+        }
+        n
+    }
+
+    /// Advances every core to `target`: on `threads` host threads when above one,
+    /// else sequentially. With `pmu`, each core counts down its own counter.
+    fn advance_cores(&mut self, target: u64, pmu: Option<&mut [Counter]>, threads: usize) {
+        if threads < 2 {
+            return self.advance_sequential(target, pmu);
+        }
+        if self.workers.len() != threads {
+            let tiers = self.tiers.as_ref().map_or(0, |t| t.tier_count());
+            self.workers = (0..threads)
+                .map(|_| Worker::new(self.truth.empty_like(), tiers))
+                .collect();
+        }
+        let mmu = &mut self.mmu;
+        parallel::advance(
+            &mmu.pt,
+            &mut mmu.cores,
+            &mut self.streams,
+            target,
+            pmu,
+            self.tiers.as_ref(),
+            &mut self.workers,
+        );
+        for w in &mut self.workers {
+            self.truth.merge(&mut w.truth);
+            if let Some(t) = self.tiers.as_mut() {
+                t.add_traffic(&mut w.traffic);
+            }
+        }
+        parallel::merge_samples(&mut self.workers, &mut self.pmu.samples);
+    }
+
     /// With the PMU on, each core has its own counter (kept across calls in
     /// `pmu.programmed` for core 0 and `pmu.cores` for the others).
-    fn advance_sampled(&mut self, target: u64, pmu: Counter) {
+    fn advance_sampled(&mut self, target: u64, pmu: Counter, threads: usize) {
         let mut cores = std::mem::take(&mut self.pmu.cores);
         cores.resize(self.streams.len(), pmu);
         cores[0] = pmu;
-        self.advance_threads(target, Some(&mut cores));
+        self.advance_cores(target, Some(&mut cores), threads);
         self.pmu.programmed = Some(cores[0]);
         self.pmu.cores = cores;
     }
@@ -363,12 +413,11 @@ impl Engine for ExactEngine {
                 self.cost.flushes_full += 1;
             }
         }
+        let threads = self.parallel_threads(target);
         if let Some(pmu) = self.pmu.programmed {
-            self.advance_sampled(target, pmu);
-        } else if self.streams.len() == 1 {
-            self.advance_single(target);
+            self.advance_sampled(target, pmu, threads);
         } else {
-            self.advance_threads(target, None);
+            self.advance_cores(target, None, threads);
         }
         if let Some(p) = self.mmu.pml.as_deref_mut() {
             self.cost.pml_exits += p.take_exits();
@@ -389,7 +438,7 @@ impl Engine for ExactEngine {
     }
 
     fn stats(&self) -> MachineStats {
-        self.mmu.stats
+        self.mmu.stats()
     }
 
     fn as_machine(&mut self) -> &mut dyn Machine {
@@ -401,6 +450,7 @@ impl Engine for ExactEngine {
 mod tests {
     use super::*;
     use crate::config::SimMachine;
+    use tierscope_core::tiers::TierTraffic;
     use tierscope_core::workload::parse_masim;
 
     fn engine(spec: &tierscope_core::workload::WorkloadSpec, threads: u32) -> ExactEngine {
@@ -434,34 +484,188 @@ mod tests {
         }
     }
 
-    #[test]
-    fn truth_and_bits_identical_with_and_without_prefetch_path() {
-        // The single-thread fast path (prefetching) and the general path must execute the
-        // same accesses: compare the truth of a window and the bits of a sample of pages.
-        let spec = parse_masim("a, 256MiB\n\np\n1000\na, 1, 4096, 1, wo\n").unwrap();
-        let mut fast = engine(&spec, 1);
-        let mut general = engine(&spec, 1);
-        for e in [&mut fast, &mut general] {
-            let heap = e.heap();
-            let mut va = heap.start;
-            while va < heap.end {
-                e.test_and_clear_accessed(Level::Pte, va);
-                va += 4096 * 7;
+    /// Everything a run shows, window by window: truth, leaf and upper bits of a sample
+    /// of pages (read and cleared, as a monitor does), tier traffic, PMU samples, stats.
+    #[derive(Debug, PartialEq)]
+    struct Observed {
+        truth: Vec<BlockIntervals>,
+        bits: Vec<Option<bool>>,
+        traffic: Vec<(f64, f64)>,
+        samples: Vec<(u64, u64, bool)>,
+        stats: MachineStats,
+    }
+
+    /// The straightforward reference: one access at a time through `Mmu::access`, cores
+    /// in turns of INTERLEAVE, no batches, no lookahead, no host threads (the engine's
+    /// loop before it was batched and threaded).
+    struct Reference {
+        mmu: Mmu,
+        streams: Vec<AccessStream>,
+        truth: TruthRecorder,
+        tiers: TierState,
+        pmu: Vec<Counter>,
+        samples: Vec<PmuSample>,
+    }
+
+    impl Reference {
+        fn advance_to(&mut self, t: Nanos) {
+            let target = self.streams[0].count_at(t);
+            while self.streams[0].issued() < target {
+                let step = (self.streams[0].issued() + INTERLEAVE).min(target);
+                for (core, s) in self.streams.iter_mut().enumerate() {
+                    let (mmu, truth, tiers) = (&mut self.mmu, &mut self.truth, &mut self.tiers);
+                    let (counter, samples) = (&mut self.pmu[core], &mut self.samples);
+                    let (mut i, rate) = (s.issued(), s.rate());
+                    s.run(step, |va, w| {
+                        mmu.access(core, va, w);
+                        truth.record(va, w);
+                        tiers.record(va, w);
+                        if counter.tick(w) {
+                            let time = time_of(i, rate);
+                            samples.push(PmuSample { time, va, store: w });
+                        }
+                        i += 1;
+                    });
+                }
             }
         }
-        fast.advance_to(50_000_000);
-        general.advance_threads(general.streams[0].count_at(50_000_000), None);
-        general.now = 50_000_000;
-        assert_eq!(fast.take_truth(), general.take_truth());
-        let heap = fast.heap();
-        let mut va = heap.start;
-        while va < heap.end {
-            assert_eq!(
-                fast.accessed(Level::Pte, va),
-                general.accessed(Level::Pte, va)
-            );
-            va += 4096 * 7;
+    }
+
+    const SPEC: &str = "a, 64MiB\nb, 16MiB\n\np1\n30\na, 1, 4096, 3, rw\nb, 0, 64, 1, wo\n\n\
+                        p2\n20\nb, 1, 4096, 1, ro\na, 0, 4104, 1, rw\n";
+
+    /// Runs `threads` workload threads on `host_threads` (or the reference when None),
+    /// 12 windows of 40k accesses per thread (above parallel::MIN_ACCESSES).
+    fn observe(
+        threads: u32,
+        host_threads: Option<u32>,
+        page: tierscope_core::PageSize,
+    ) -> Observed {
+        let spec = parse_masim(SPEC).unwrap();
+        let params = WorkloadParams {
+            spec: &spec,
+            rate: 10_000_000,
+            threads,
+            seed: 5,
+            block_size: 2 << 20,
+            truth_threshold: 2,
+        };
+        let config = SimMachine {
+            page_size: page,
+            host_threads: host_threads.unwrap_or(1),
+            ..SimMachine::default()
+        };
+        let tier = |name: &str, capacity| {
+            let p = tierscope_core::tiers::tier_preset(name).unwrap();
+            tierscope_core::tiers::TierSpec {
+                name: name.into(),
+                capacity,
+                latency_ns: p.latency_ns,
+                bandwidth: p.bandwidth,
+                queueing: p.queueing,
+                background: 0.0,
+            }
+        };
+        let setup = TierSetup {
+            tiers: vec![tier("dram", 16 << 20), tier("cxl", 1 << 30)],
+            initial: tierscope_core::tiers::InitialPlacement::Interleaved,
+        };
+        let mut e = ExactEngine::new(&config, &params).unwrap();
+        e.set_tiers(&setup);
+        e.pmu()
+            .unwrap()
+            .program(PmuEvent::LoadsAndStores, Some(331));
+        let mut reference = host_threads.is_none().then(|| Reference {
+            mmu: e.mmu.clone(),
+            streams: e.streams.clone(),
+            truth: e.truth.empty_like(),
+            tiers: TierState::new(&setup, &e.layout),
+            pmu: vec![e.pmu.programmed.unwrap(); threads as usize],
+            samples: vec![],
+        });
+        let heap = e.heap();
+        let mut seen = Observed {
+            truth: vec![],
+            bits: vec![],
+            traffic: vec![],
+            samples: vec![],
+            stats: MachineStats::default(),
+        };
+        for w in 1..=12u64 {
+            let t = w * 4_000_000;
+            // Monitor work happens on the engine's machine; the reference shares none
+            // of it, so it clears and flushes its own copy the same way.
+            match reference.as_mut() {
+                Some(r) => r.advance_to(t),
+                None => e.advance_to(t),
+            }
+            let mut va = heap.start + (w % 3) * 4096;
+            while va < heap.end {
+                for l in [Level::Pte, Level::Pmd, Level::Pud, Level::Pml4] {
+                    let bit = match reference.as_mut() {
+                        Some(r) => r.mmu.pt.locate(l, va).map(|(e, _)| {
+                            let old = r.mmu.pt.accessed(e);
+                            r.mmu.pt.clear_accessed(e);
+                            old
+                        }),
+                        None => e.test_and_clear_accessed(l, va),
+                    };
+                    seen.bits.push(bit);
+                }
+                va += 4096 * 29;
+            }
+            let flush = (w % 4 == 0).then_some(Flush::All);
+            let mut traffic = [TierTraffic::default(); 2];
+            match reference.as_mut() {
+                Some(r) => {
+                    flush.map(|f| r.mmu.flush(f));
+                    seen.truth.push(r.truth.take());
+                    r.tiers.take_traffic(&mut traffic);
+                }
+                None => {
+                    if let Some(f) = flush {
+                        e.flush(f);
+                    }
+                    seen.truth.push(e.take_truth());
+                    e.tiers().unwrap().take_traffic(&mut traffic);
+                }
+            }
+            seen.traffic
+                .extend(traffic.iter().map(|t| (t.reads, t.writes)));
         }
-        assert_eq!(fast.stats(), general.stats());
+        let samples = match reference.as_mut() {
+            Some(r) => std::mem::take(&mut r.samples),
+            None => {
+                let mut out = vec![];
+                e.pmu().unwrap().drain(&mut out);
+                out
+            }
+        };
+        seen.samples = samples.iter().map(|s| (s.time, s.va, s.store)).collect();
+        seen.stats = match &reference {
+            Some(r) => r.mmu.stats(),
+            None => e.stats(),
+        };
+        seen
+    }
+
+    #[test]
+    fn host_threads_and_batching_change_nothing() {
+        use tierscope_core::PageSize;
+        for (threads, page) in [
+            (1, PageSize::Base4K),
+            (2, PageSize::Base4K),
+            (3, PageSize::Base4K),
+            (2, PageSize::Huge2M),
+        ] {
+            let reference = observe(threads, None, page);
+            assert!(reference.stats.walks > 0 && !reference.samples.is_empty());
+            for host in [1, 2, 3] {
+                assert!(
+                    observe(threads, Some(host), page) == reference,
+                    "{threads} threads, {page}, {host} host threads differ from the reference"
+                );
+            }
+        }
     }
 }

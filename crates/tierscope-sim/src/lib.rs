@@ -5,10 +5,13 @@
 pub mod cache;
 pub mod config;
 pub mod exact;
+mod exec;
 pub mod layout;
 pub mod mmu;
 pub mod page_table;
+mod parallel;
 pub mod pml;
+pub mod prefetch;
 pub mod stat;
 pub mod stream;
 pub mod tiers;

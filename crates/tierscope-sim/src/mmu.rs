@@ -9,7 +9,7 @@
 
 use crate::cache::SetAssoc;
 use crate::config::TlbConfig;
-use crate::page_table::{index_at, EntryRef, PageTable};
+use crate::page_table::{EntryRef, PageTable};
 use crate::pml::Pml;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::{Flush, Level, MachineStats};
@@ -36,19 +36,30 @@ fn l2_tag(page_number: u64, huge: bool) -> u64 {
     page_number << 1 | huge as u64
 }
 
-/// One core's translation caches.
+/// One core's translation caches, and what it counted. Everything an access changes
+/// besides the page table's bits lives here, so cores can run on different host threads
+/// (the page table is shared: `PageTable::mark_*`). Aligned so that two cores' counters
+/// never share a cache line (false sharing between host threads).
 #[derive(Debug, Clone)]
-struct Core {
+#[repr(align(128))]
+pub struct Core {
     l1_4k: SetAssoc,
     l1_2m: SetAssoc,
     l2: SetAssoc,
     /// Paging-structure caches, indexed by the level of the cached entry minus one:
     /// PDE (pmd), PDPTE (pud), PML4E, PML5E. A hit yields the next table's id.
     psc: [SetAssoc; 4],
+    /// How many of the paging-structure caches a walk probes (the levels below the root:
+    /// 2 with 4-level paging, 3 with 5-level).
+    probes: usize,
+    root: Level,
+    /// Whether any 2 MiB mapping exists; saves the 2 MiB TLB probes when not.
+    has_huge: bool,
+    pub stats: MachineStats,
 }
 
 impl Core {
-    fn new(c: &TlbConfig) -> Self {
+    fn new(c: &TlbConfig, root: Level, has_huge: bool) -> Self {
         Core {
             l1_4k: SetAssoc::new(c.l1_4k),
             l1_2m: SetAssoc::new(c.l1_2m),
@@ -59,6 +70,14 @@ impl Core {
                 SetAssoc::new(c.pml4_cache),
                 SetAssoc::new(c.pml5_cache),
             ],
+            // A cached level at or above the root is never probed.
+            probes: [Level::Pmd, Level::Pud, Level::Pml4, Level::Pml5]
+                .iter()
+                .take_while(|&&l| l < root)
+                .count(),
+            root,
+            has_huge,
+            stats: MachineStats::default(),
         }
     }
 
@@ -82,16 +101,148 @@ impl Core {
             p.invalidate_all();
         }
     }
+
+    /// Hints the CPU to load what an access to `va` will probably touch in memory: the
+    /// line of its leaf entry's bits and its L2 TLB set (both beyond L1 when the heap is
+    /// large). Issued some accesses ahead; no effect on results.
+    #[inline(always)]
+    pub fn prefetch(&self, pt: &PageTable, va: u64) {
+        pt.prefetch(pt.leaf_hint(va));
+        self.l2.prefetch(va >> 12);
+    }
+
+    /// One load or store at `va`, which must be mapped. With PML on, a store sets its
+    /// page's EPT dirty bit after the translation (whose walk, if any, dirtied the page
+    /// tables first).
+    #[inline(always)]
+    pub fn access(&mut self, pt: &PageTable, mut pml: Option<&mut Pml>, va: u64, write: bool) {
+        self.translate(pt, pml.as_deref_mut(), va, write);
+        if write {
+            if let Some(p) = pml {
+                p.data_write(va);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn translate(&mut self, pt: &PageTable, pml: Option<&mut Pml>, va: u64, write: bool) {
+        self.stats.accesses += 1;
+        let (p4, p2) = (va >> 12, va >> 21);
+        if let Some(slot) = self.l1_4k.lookup(p4, p4) {
+            self.stats.tlb_l1_hits += 1;
+            if write {
+                Self::write_hit(pt, &mut self.l1_4k, slot);
+            }
+            return;
+        }
+        if self.has_huge {
+            if let Some(slot) = self.l1_2m.lookup(p2, p2) {
+                self.stats.tlb_l1_hits += 1;
+                if write {
+                    Self::write_hit(pt, &mut self.l1_2m, slot);
+                }
+                return;
+            }
+        }
+        if let Some(slot) = self.l2.lookup(p4, l2_tag(p4, false)) {
+            self.stats.tlb_l2_hits += 1;
+            if write {
+                Self::write_hit(pt, &mut self.l2, slot);
+            }
+            let v = self.l2.value(slot);
+            self.l1_4k.insert(p4, p4, v);
+            return;
+        }
+        if self.has_huge {
+            if let Some(slot) = self.l2.lookup(p2, l2_tag(p2, true)) {
+                self.stats.tlb_l2_hits += 1;
+                if write {
+                    Self::write_hit(pt, &mut self.l2, slot);
+                }
+                let v = self.l2.value(slot);
+                self.l1_2m.insert(p2, p2, v);
+                return;
+            }
+        }
+        self.walk(pt, pml, va, write);
+    }
+
+    /// A store through a cached translation whose copy has DIRTY clear sets DIRTY in the
+    /// leaf entry in memory (SDM 4.8) and in the cached copy.
+    #[inline(always)]
+    fn write_hit(pt: &PageTable, tlb: &mut SetAssoc, slot: usize) {
+        let (e, dirty) = unpack(tlb.value(slot));
+        if !dirty {
+            pt.mark_dirty(e);
+            tlb.set_value(slot, pack(e, true));
+        }
+    }
+
+    /// A page walk from the deepest paging-structure-cache hit (or CR3), loading and marking
+    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs. Levels
+    /// are numbers here (0 = PTE ... 4 = PML5, as `Level::index`): the span shift and the
+    /// cache index are then arithmetic, not matches.
+    fn walk(&mut self, pt: &PageTable, mut pml: Option<&mut Pml>, va: u64, write: bool) {
+        self.stats.walks += 1;
+        let mut table = 0u32;
+        let mut lv = self.root.index();
+        // Deepest cached level first: PDE, PDPTE, PML4E (5-level paging only). Cache `k`
+        // holds entries of level `k + 1`; a hit continues the walk at level `k`.
+        for k in 0..self.probes {
+            let key = va >> (21 + 9 * k);
+            if let Some(slot) = self.psc[k].lookup(key, key) {
+                table = self.psc[k].value(slot) as u32;
+                lv = k;
+                break;
+            }
+        }
+        let mut loads = 0;
+        loop {
+            let shift = 12 + 9 * lv as u32;
+            let e = EntryRef {
+                table,
+                index: (va >> shift & 511) as u16,
+            };
+            debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
+            loads += 1;
+            if let Some(p) = pml.as_deref_mut() {
+                // EPT A/D on: the walker's access to the table counts as a write.
+                p.table_load(table, Level::from_index(lv), va);
+            }
+            let huge = pt.walk_load(e);
+            if lv == 0 || huge {
+                let v = pack(e, pt.walk_leaf_dirty(e, write));
+                if lv == 0 {
+                    let p4 = va >> 12;
+                    self.l2.insert(p4, l2_tag(p4, false), v);
+                    self.l1_4k.insert(p4, p4, v);
+                } else {
+                    let p2 = va >> 21;
+                    self.l2.insert(p2, l2_tag(p2, true), v);
+                    self.l1_2m.insert(p2, p2, v);
+                }
+                self.stats.walk_loads += loads;
+                return;
+            }
+            let child = pt.child(table, e.index as usize);
+            // A cache no walk probes (the root level's) would never be read: not filled.
+            if lv - 1 < self.probes {
+                let key = va >> shift;
+                self.psc[lv - 1].insert(key, key, child as u64);
+            }
+            table = child;
+            lv -= 1;
+        }
+    }
 }
 
 /// The page table plus the cores that translate through it.
 #[derive(Debug, Clone)]
 pub struct Mmu {
     pub pt: PageTable,
-    cores: Vec<Core>,
-    /// Whether any 2 MiB mapping exists; saves the 2 MiB TLB probes when not.
+    pub cores: Vec<Core>,
+    /// Whether any 2 MiB mapping exists.
     has_huge: bool,
-    pub stats: MachineStats,
     /// Simulated PML, once a monitor asked for the write log (`None`: no cost but one
     /// check per store and per walk step).
     pub pml: Option<Box<Pml>>,
@@ -99,11 +250,11 @@ pub struct Mmu {
 
 impl Mmu {
     pub fn new(pt: PageTable, cores: usize, tlb: &TlbConfig, has_huge: bool) -> Self {
+        let root = pt.paging().root();
         Mmu {
             pt,
-            cores: (0..cores).map(|_| Core::new(tlb)).collect(),
+            cores: (0..cores).map(|_| Core::new(tlb, root, has_huge)).collect(),
             has_huge,
-            stats: MachineStats::default(),
             pml: None,
         }
     }
@@ -113,130 +264,24 @@ impl Mmu {
         self.has_huge
     }
 
-    /// One load or store by `core` at `va`, which must be mapped. With PML on, a store
-    /// sets its page's EPT dirty bit after the translation (whose walk, if any, dirtied
-    /// the page tables first).
+    /// One load or store by `core` at `va` (see [`Core::access`]).
     #[inline(always)]
     pub fn access(&mut self, core: usize, va: u64, write: bool) {
-        self.translate(core, va, write);
-        if write {
-            if let Some(p) = self.pml.as_deref_mut() {
-                p.data_write(va);
-            }
-        }
+        self.cores[core].access(&self.pt, self.pml.as_deref_mut(), va, write);
     }
 
-    #[inline(always)]
-    fn translate(&mut self, core: usize, va: u64, write: bool) {
-        self.stats.accesses += 1;
-        let c = &mut self.cores[core];
-        let (p4, p2) = (va >> 12, va >> 21);
-        if let Some(slot) = c.l1_4k.lookup(p4, p4) {
-            self.stats.tlb_l1_hits += 1;
-            if write {
-                Self::write_hit(&mut self.pt, &mut c.l1_4k, slot);
+    /// The counts of all cores.
+    pub fn stats(&self) -> MachineStats {
+        self.cores.iter().fold(MachineStats::default(), |a, c| {
+            let s = c.stats;
+            MachineStats {
+                accesses: a.accesses + s.accesses,
+                tlb_l1_hits: a.tlb_l1_hits + s.tlb_l1_hits,
+                tlb_l2_hits: a.tlb_l2_hits + s.tlb_l2_hits,
+                walks: a.walks + s.walks,
+                walk_loads: a.walk_loads + s.walk_loads,
             }
-            return;
-        }
-        if self.has_huge {
-            if let Some(slot) = c.l1_2m.lookup(p2, p2) {
-                self.stats.tlb_l1_hits += 1;
-                if write {
-                    Self::write_hit(&mut self.pt, &mut c.l1_2m, slot);
-                }
-                return;
-            }
-        }
-        if let Some(slot) = c.l2.lookup(p4, l2_tag(p4, false)) {
-            self.stats.tlb_l2_hits += 1;
-            if write {
-                Self::write_hit(&mut self.pt, &mut c.l2, slot);
-            }
-            let v = c.l2.value(slot);
-            c.l1_4k.insert(p4, p4, v);
-            return;
-        }
-        if self.has_huge {
-            if let Some(slot) = c.l2.lookup(p2, l2_tag(p2, true)) {
-                self.stats.tlb_l2_hits += 1;
-                if write {
-                    Self::write_hit(&mut self.pt, &mut c.l2, slot);
-                }
-                let v = c.l2.value(slot);
-                c.l1_2m.insert(p2, p2, v);
-                return;
-            }
-        }
-        self.walk(core, va, write);
-    }
-
-    /// A store through a cached translation whose copy has DIRTY clear sets DIRTY in the
-    /// leaf entry in memory (SDM 4.8) and in the cached copy.
-    #[inline(always)]
-    fn write_hit(pt: &mut PageTable, tlb: &mut SetAssoc, slot: usize) {
-        let (e, dirty) = unpack(tlb.value(slot));
-        if !dirty {
-            pt.set_dirty(e);
-            tlb.set_value(slot, pack(e, true));
-        }
-    }
-
-    /// A page walk from the deepest paging-structure-cache hit (or CR3), loading and marking
-    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs.
-    fn walk(&mut self, core: usize, va: u64, write: bool) {
-        self.stats.walks += 1;
-        let c = &mut self.cores[core];
-        let pt = &mut self.pt;
-        let mut pml = self.pml.as_deref_mut();
-        let root = pt.paging().root();
-        let mut table = 0u32;
-        let mut level = root;
-        // Deepest cached level first: PDE, PDPTE, PML4E, PML5E.
-        for cached in [Level::Pmd, Level::Pud, Level::Pml4, Level::Pml5] {
-            if cached >= root {
-                break;
-            }
-            let key = va >> cached.span_shift();
-            if let Some(slot) = c.psc[cached.index() - 1].lookup(key, key) {
-                table = c.psc[cached.index() - 1].value(slot) as u32;
-                level = cached.down().expect("cached levels are above the leaf");
-                break;
-            }
-        }
-        loop {
-            let e = EntryRef {
-                table,
-                index: index_at(level, va) as u16,
-            };
-            debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
-            self.stats.walk_loads += 1;
-            if let Some(p) = pml.as_deref_mut() {
-                // EPT A/D on: the walker's access to the table counts as a write.
-                p.table_load(table, level, va);
-            }
-            pt.set_accessed(e);
-            if level == Level::Pte || pt.is_huge(e) {
-                if write {
-                    pt.set_dirty(e);
-                }
-                let v = pack(e, pt.dirty(e));
-                if level == Level::Pte {
-                    let p4 = va >> 12;
-                    c.l2.insert(p4, l2_tag(p4, false), v);
-                    c.l1_4k.insert(p4, p4, v);
-                } else {
-                    let p2 = va >> 21;
-                    c.l2.insert(p2, l2_tag(p2, true), v);
-                    c.l1_2m.insert(p2, p2, v);
-                }
-                return;
-            }
-            let child = pt.child(table, e.index as usize);
-            let key = va >> level.span_shift();
-            c.psc[level.index() - 1].insert(key, key, child as u64);
-            table = child;
-            level = level.down().expect("non-leaf above pte");
-        }
+        })
     }
 
     /// Drops cached translations on every core; returns true when it was a full flush.
@@ -317,9 +362,9 @@ mod tests {
         let (_, leaf, _) = m.pt.leaf(BASE + 2 * 4096).unwrap();
         assert!(m.pt.accessed(leaf) && !m.pt.dirty(leaf));
         // A later store through the cached clean translation sets DIRTY without a walk.
-        let walks = m.stats.walks;
+        let walks = m.stats().walks;
         m.access(0, BASE + 2 * 4096 + 8, true);
-        assert_eq!(m.stats.walks, walks);
+        assert_eq!(m.stats().walks, walks);
         assert!(m.pt.dirty(leaf));
     }
 
@@ -360,6 +405,7 @@ mod tests {
         l1_2m: Lru,
         l2: Lru,
         psc: [Lru; 4],
+        stats: MachineStats,
     }
 
     struct Lru {
@@ -427,6 +473,7 @@ mod tests {
                     Lru::new(t.pml4_cache),
                     Lru::new(t.pml5_cache),
                 ],
+                stats: MachineStats::default(),
             };
             for page in 0..4096u64 {
                 let va = BASE + page * 4096;
@@ -459,7 +506,13 @@ mod tests {
                     None => self.l2.hit(p2, l2_tag(p2, true)).map(|d| (d, 3)),
                 }
             };
+            self.stats.accesses += 1;
             if let Some((cached_dirty, which)) = hit {
+                if which < 2 {
+                    self.stats.tlb_l1_hits += 1;
+                } else {
+                    self.stats.tlb_l2_hits += 1;
+                }
                 if write && !cached_dirty {
                     self.d.insert(key, true);
                     match which {
@@ -486,7 +539,9 @@ mod tests {
                     break;
                 }
             }
+            self.stats.walks += 1;
             loop {
+                self.stats.walk_loads += 1;
                 self.a.insert((level, va >> level.span_shift()), true);
                 if level == leaf {
                     break;
@@ -527,6 +582,7 @@ mod tests {
             let (e, _) = m.pt.locate(level, key << level.span_shift()).unwrap();
             prop_assert_eq!(m.pt.dirty(e), bit, "DIRTY of {} {:#x}", level, key);
         }
+        prop_assert_eq!(m.stats(), n.stats, "hits, walks and loads");
         Ok(())
     }
 

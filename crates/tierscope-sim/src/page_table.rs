@@ -1,9 +1,14 @@
 //! A compact x86-64 radix page table: per table, 512 entries' worth of four bits (present,
 //! huge leaf, ACCESSED, DIRTY) and, for non-leaf tables, 512 child indices. The bits are
 //! interleaved per 64 entries ([present, huge, accessed, dirty] words side by side) so one
-//! walk step touches one cache line. A 1 TiB heap of 4 KiB pages needs 2^19 page tables
+//! walk step touches one cache line. The words are atomics so that the walkers of several
+//! simulated cores can set bits from several host threads at once (`mark`: a relaxed
+//! load, and a `fetch_or` only when the bit is clear, so the common already-set case
+//! writes nothing); everything else changes them through `&mut self` without atomic
+//! instructions. A 1 TiB heap of 4 KiB pages needs 2^19 page tables
 //! at 256 bytes of bits each: about 130 MiB.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use tierscope_core::{AddrRange, Level, PageSize, Paging};
 
 /// Where one entry lives: its table and its index in that table.
@@ -24,7 +29,21 @@ enum Bit {
 }
 
 /// 64 entries' bits: [present, huge, accessed, dirty].
-type Word = [u64; 4];
+#[derive(Debug, Default)]
+struct Word([AtomicU64; 4]);
+
+impl Word {
+    /// The four bit words, through exclusive access (plain loads and stores).
+    fn bits(&mut self) -> [&mut u64; 4] {
+        self.0.each_mut().map(AtomicU64::get_mut)
+    }
+}
+
+impl Clone for Word {
+    fn clone(&self) -> Self {
+        Word(self.0.each_ref().map(|w| AtomicU64::new(w.load(Relaxed))))
+    }
+}
 
 const NO_CHILDREN: u32 = u32::MAX;
 
@@ -75,7 +94,7 @@ impl PageTable {
     fn new_table(&mut self, level: Level) -> u32 {
         let id = self.level_of.len() as u32;
         self.level_of.push(level);
-        self.words.extend([[0u64; 4]; 8]);
+        self.words.extend((0..8).map(|_| Word::default()));
         if level == Level::Pte {
             self.child_base.push(NO_CHILDREN);
         } else {
@@ -87,33 +106,36 @@ impl PageTable {
 
     #[inline(always)]
     fn get(&self, table: u32, i: usize, bit: Bit) -> bool {
-        self.words[table as usize * 8 + (i >> 6)][bit as usize] >> (i & 63) & 1 != 0
+        self.words[table as usize * 8 + (i >> 6)].0[bit as usize].load(Relaxed) >> (i & 63) & 1 != 0
     }
     #[inline(always)]
     fn set(&mut self, table: u32, i: usize, bit: Bit) {
-        self.words[table as usize * 8 + (i >> 6)][bit as usize] |= 1 << (i & 63);
+        *self.words[table as usize * 8 + (i >> 6)].0[bit as usize].get_mut() |= 1 << (i & 63);
     }
     #[inline(always)]
     fn clear(&mut self, table: u32, i: usize, bit: Bit) {
-        self.words[table as usize * 8 + (i >> 6)][bit as usize] &= !(1 << (i & 63));
+        *self.words[table as usize * 8 + (i >> 6)].0[bit as usize].get_mut() &= !(1 << (i & 63));
+    }
+    /// Sets a bit through shared access (the walkers): ORs are commutative, so the result
+    /// does not depend on which core sets it first.
+    #[inline(always)]
+    fn mark(&self, table: u32, i: usize, bit: Bit) {
+        let w = &self.words[table as usize * 8 + (i >> 6)].0[bit as usize];
+        let m = 1 << (i & 63);
+        if w.load(Relaxed) & m == 0 {
+            w.fetch_or(m, Relaxed);
+        }
     }
 
     /// Hints the CPU to load the cache line holding `e`'s bits (the exact engine issues
     /// this a few accesses ahead: the walk is memory-bound).
     #[inline(always)]
     pub fn prefetch(&self, e: EntryRef) {
-        #[cfg(target_arch = "x86_64")]
         if let Some(w) = self
             .words
             .get(e.table as usize * 8 + (e.index as usize >> 6))
         {
-            // SAFETY: prefetching is a hint with no architectural effect; the pointer is
-            // to a live element of `words`.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    w.as_ptr() as *const i8
-                )
-            };
+            crate::prefetch::line(w);
         }
     }
 
@@ -166,19 +188,19 @@ impl PageTable {
     #[inline(always)]
     pub fn leaf_hint(&self, va: u64) -> EntryRef {
         let mut table = 0u32;
-        let mut l = self.paging.root();
-        while l > Level::Pte {
+        let mut shift = self.paging.root().span_shift();
+        while shift > 12 {
             let base = self.child_base[table as usize];
-            let child = self.children[base as usize + index_at(l, va)];
+            let child = self.children[base as usize + (va >> shift & 511) as usize];
             if child == NO_CHILDREN {
                 break;
             }
             table = child;
-            l = l.down().expect("above pte");
+            shift -= 9;
         }
         EntryRef {
             table,
-            index: index_at(l, va) as u16,
+            index: (va >> shift & 511) as u16,
         }
     }
 
@@ -239,10 +261,6 @@ impl PageTable {
         self.get(e.table, e.index as usize, Bit::Present)
     }
     #[inline(always)]
-    pub fn is_huge(&self, e: EntryRef) -> bool {
-        self.get(e.table, e.index as usize, Bit::Huge)
-    }
-    #[inline(always)]
     pub fn level(&self, table: u32) -> Level {
         self.level_of[table as usize]
     }
@@ -253,6 +271,38 @@ impl PageTable {
     #[inline(always)]
     pub fn set_accessed(&mut self, e: EntryRef) {
         self.set(e.table, e.index as usize, Bit::Accessed)
+    }
+    /// The walker's load of `e`: sets its ACCESSED bit and returns whether it is a huge
+    /// leaf (one address computation for both; they share a word group).
+    #[inline(always)]
+    pub fn walk_load(&self, e: EntryRef) -> bool {
+        let w = &self.words[e.table as usize * 8 + (e.index as usize >> 6)].0;
+        let m = 1 << (e.index & 63);
+        let a = &w[Bit::Accessed as usize];
+        if a.load(Relaxed) & m == 0 {
+            a.fetch_or(m, Relaxed);
+        }
+        w[Bit::Huge as usize].load(Relaxed) & m != 0
+    }
+
+    /// The walker at the leaf `e`: sets DIRTY for a store and returns DIRTY.
+    #[inline(always)]
+    pub fn walk_leaf_dirty(&self, e: EntryRef, write: bool) -> bool {
+        let d = &self.words[e.table as usize * 8 + (e.index as usize >> 6)].0[Bit::Dirty as usize];
+        let m = 1 << (e.index & 63);
+        let old = d.load(Relaxed);
+        if write && old & m == 0 {
+            d.fetch_or(m, Relaxed);
+            return true;
+        }
+        old & m != 0
+    }
+
+    /// Sets DIRTY through shared access (the walker, and stores through a clean cached
+    /// translation).
+    #[inline(always)]
+    pub fn mark_dirty(&self, e: EntryRef) {
+        self.mark(e.table, e.index as usize, Bit::Dirty)
     }
     #[inline(always)]
     pub fn clear_accessed(&mut self, e: EntryRef) {
@@ -282,9 +332,10 @@ impl PageTable {
         let (accessed, dirty) = (self.accessed(e), self.dirty(e));
         let table = self.new_table(Level::Pte);
         for w in &mut self.words[table as usize * 8..table as usize * 8 + 8] {
-            w[Bit::Present as usize] = u64::MAX;
-            w[Bit::Accessed as usize] = if accessed { u64::MAX } else { 0 };
-            w[Bit::Dirty as usize] = if dirty { u64::MAX } else { 0 };
+            let [present, _, a, d] = w.bits();
+            *present = u64::MAX;
+            *a = if accessed { u64::MAX } else { 0 };
+            *d = if dirty { u64::MAX } else { 0 };
         }
         let i = e.index as usize;
         self.clear(e.table, i, Bit::Huge);
@@ -310,11 +361,13 @@ impl PageTable {
             return false;
         }
         let words = &self.words[table as usize * 8..table as usize * 8 + 8];
-        if words.iter().any(|w| w[Bit::Present as usize] != u64::MAX) {
+        let any =
+            |bit: Bit, f: fn(u64) -> bool| words.iter().any(|w| f(w.0[bit as usize].load(Relaxed)));
+        if any(Bit::Present, |w| w != u64::MAX) {
             return false;
         }
-        let accessed = words.iter().any(|w| w[Bit::Accessed as usize] != 0);
-        let dirty = words.iter().any(|w| w[Bit::Dirty as usize] != 0);
+        let accessed = any(Bit::Accessed, |w| w != 0);
+        let dirty = any(Bit::Dirty, |w| w != 0);
         self.set(pmd.table, i, Bit::Huge);
         let base = self.child_base[pmd.table as usize] as usize;
         self.children[base + i] = NO_CHILDREN;
@@ -333,11 +386,12 @@ impl PageTable {
     pub fn touch_everything(&mut self) {
         for (t, level) in self.level_of.iter().enumerate() {
             for w in &mut self.words[t * 8..t * 8 + 8] {
-                w[Bit::Accessed as usize] = w[Bit::Present as usize];
-                w[Bit::Dirty as usize] = if *level == Level::Pte {
-                    w[Bit::Present as usize]
+                let [present, huge, a, d] = w.bits();
+                *a = *present;
+                *d = if *level == Level::Pte {
+                    *present
                 } else {
-                    w[Bit::Huge as usize]
+                    *huge
                 };
             }
         }

@@ -32,8 +32,11 @@ struct Phase {
     end_ns: Nanos,
 }
 
-/// One workload thread's deterministic access stream.
+/// One workload thread's deterministic access stream. Aligned so that the streams of
+/// cores running on different host threads never share a cache line (the generator's
+/// state changes on every access).
 #[derive(Debug, Clone)]
+#[repr(align(128))]
 pub struct AccessStream {
     phases: Vec<Phase>,
     cycle_ns: Nanos,
@@ -162,6 +165,21 @@ impl AccessStream {
             .position(|p| x < p.cumulative_weight)
             .expect("x is below the total weight");
         self.batch_left = MASIM_BATCH;
+    }
+
+    /// Issues the next accesses into `buf` (as `va | STORE` records, [`trace::STORE`] for
+    /// a store), stopping when `until` have been issued in all or `buf` is full; returns
+    /// how many. The engine executes accesses in such batches: generating them is
+    /// independent of the machine's state, and a batch lets it look ahead.
+    #[inline]
+    pub fn fill(&mut self, until: u64, buf: &mut [u64]) -> usize {
+        let end = until.min(self.issued + buf.len() as u64);
+        let mut n = 0;
+        self.run(end, |va, w| {
+            buf[n] = va | if w { trace::STORE } else { 0 };
+            n += 1;
+        });
+        n
     }
 
     /// Issues accesses until `until` have been issued in all, calling `f(va, is_store)`.

@@ -59,6 +59,17 @@ impl Sweep {
     }
 }
 
+/// Counts an access to `va` in the traffic of its tier.
+#[inline(always)]
+fn count(placement: &Placement, traffic: &mut [TierTraffic], va: u64, write: bool) {
+    let t = &mut traffic[placement.tier_of(va) as usize];
+    if write {
+        t.writes += 1.0;
+    } else {
+        t.reads += 1.0;
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TierState {
     specs: Vec<TierSpec>,
@@ -86,12 +97,30 @@ impl TierState {
     /// One executed access (exact engine).
     #[inline(always)]
     pub fn record(&mut self, va: u64, write: bool) {
-        let t = &mut self.traffic[self.placement.tier_of(va) as usize];
-        if write {
-            t.writes += 1.0;
-        } else {
-            t.reads += 1.0;
+        count(&self.placement, &mut self.traffic, va, write);
+    }
+
+    /// One executed access counted in `traffic` (a host thread's share of the exact
+    /// engine's accesses, added later with [`TierState::add_traffic`]).
+    #[inline(always)]
+    pub fn record_into(&self, traffic: &mut [TierTraffic], va: u64, write: bool) {
+        count(&self.placement, traffic, va, write);
+    }
+
+    /// Adds a host thread's `partial` traffic and zeroes it. The counts are whole numbers
+    /// far below 2^53, so the sums are exact and do not depend on how the accesses were
+    /// split.
+    pub fn add_traffic(&mut self, partial: &mut [TierTraffic]) {
+        for (t, p) in self.traffic.iter_mut().zip(partial) {
+            t.reads += p.reads;
+            t.writes += p.writes;
+            *p = TierTraffic::default();
         }
+    }
+
+    /// Number of tiers.
+    pub fn tier_count(&self) -> usize {
+        self.specs.len()
     }
 
     /// Bytes of `spans` on each tier, added to `out`.

@@ -39,6 +39,35 @@ impl TruthRecorder {
         self.threshold = 1;
     }
 
+    /// A recorder with the same blocks and rules and nothing counted (a host thread's
+    /// share of a window, added with [`TruthRecorder::merge`]).
+    pub fn empty_like(&self) -> Self {
+        TruthRecorder {
+            heap_start: self.heap_start,
+            shift: self.shift,
+            first_block: self.first_block,
+            threshold: self.threshold,
+            counts: vec![0; self.counts.len()],
+            touched: vec![],
+            writes_only: self.writes_only,
+        }
+    }
+
+    /// Adds the counts of `other` (made by [`TruthRecorder::empty_like`]) and empties it.
+    /// Saturating sums of counts equal the saturated count of all the accesses, so the
+    /// result does not depend on how the accesses were split.
+    pub fn merge(&mut self, other: &mut TruthRecorder) {
+        for &i in &other.touched {
+            let add = std::mem::take(&mut other.counts[i as usize]);
+            let c = &mut self.counts[i as usize];
+            if *c == 0 {
+                self.touched.push(i);
+            }
+            *c = c.saturating_add(add);
+        }
+        other.touched.clear();
+    }
+
     /// Counts an access to `va` (a store when `write`).
     #[inline(always)]
     pub fn record(&mut self, va: u64, write: bool) {

@@ -123,7 +123,19 @@ pub struct MachineConfig {
     /// controllers, so that NEMO sees its misses (engine `exact` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llc: Option<tierscope_nemo::LlcConfig>,
+    /// Host threads the exact engine may run a multi-threaded workload's simulated cores
+    /// on (1 to 64, at most one per workload thread is used); results are the same for
+    /// any value. Default 1: runs already go in parallel (monitors, sweeps' `--jobs`).
+    #[serde(skip_serializing_if = "is_one")]
+    pub host_threads: u32,
 }
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Most host threads an experiment may ask for.
+pub const MAX_HOST_THREADS: u32 = 64;
 
 impl Default for MachineConfig {
     fn default() -> Self {
@@ -134,6 +146,7 @@ impl Default for MachineConfig {
             tlb: TlbConfig::default(),
             kvm: None,
             llc: None,
+            host_threads: 1,
         }
     }
 }
@@ -163,6 +176,22 @@ impl MachineConfig {
             return Err(FieldError::new("kvm", "only for engine = \"kvm\""));
         }
         self.tlb.validate().map_err(|e| e.under("tlb"))?;
+        if !(1..=MAX_HOST_THREADS).contains(&self.host_threads) {
+            return Err(FieldError::new(
+                "host_threads",
+                format!(
+                    "expected 1 to {MAX_HOST_THREADS}, got {}",
+                    self.host_threads
+                ),
+            ));
+        }
+        if self.host_threads != 1 && self.engine != EngineKind::Exact {
+            return Err(FieldError::new(
+                "host_threads",
+                "only for engine = \"exact\" (the other engines run one host thread per \
+                 run)",
+            ));
+        }
         if let Some(llc) = &self.llc {
             if self.engine != EngineKind::Exact {
                 return Err(FieldError::new(
@@ -218,6 +247,7 @@ impl MachineConfig {
             page_size: self.page_size,
             tlb: self.tlb,
             llc: self.llc,
+            host_threads: self.host_threads,
         }
     }
 }

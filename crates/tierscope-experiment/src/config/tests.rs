@@ -554,3 +554,35 @@ preset = "nemo-hotset"
     let e = parse(&text("exact", r#"{ size = "3MiB", ways = 16 }"#)).unwrap_err();
     assert_eq!(e.field, "machine.llc.size", "{e}");
 }
+
+#[test]
+fn host_threads_is_checked_and_left_out_of_documents_when_one() {
+    let text = |machine: &str| {
+        format!(
+            r#"
+[machine]
+{machine}
+[workload]
+threads = 2
+regions = [{{ name = "a", size = "1GiB" }}]
+phases = [{{ name = "p", duration = "1s", patterns = [{{ region = "a", kind = "random" }}] }}]
+[[monitors]]
+preset = "damon-mod"
+"#
+        )
+    };
+    let exp = parse(&text("host_threads = 2")).unwrap();
+    assert_eq!(exp.machine.sim().host_threads, 2);
+    let again = parse_document(exp.to_document(), "other", Path::new(".")).unwrap();
+    assert_eq!(again.machine.host_threads, 2);
+    for bad in ["host_threads = 0", "host_threads = 65"] {
+        let e = parse(&text(bad)).unwrap_err();
+        assert_eq!(e.field, "machine.host_threads", "{e}");
+        assert!(e.message.contains("expected 1 to 64"), "{e}");
+    }
+    let e = parse(&text("engine = \"stat\"\nhost_threads = 2")).unwrap_err();
+    assert_eq!(e.field, "machine.host_threads", "{e}");
+    // The default is not written out (documents and sweep ids stay as they were).
+    let doc = parse(&text("")).unwrap().to_document();
+    assert!(!format!("{doc:?}").contains("host_threads"));
+}
