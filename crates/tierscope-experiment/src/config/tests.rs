@@ -66,7 +66,15 @@ fn documents_round_trip() {
     // Every shipped experiment, whatever its engine and monitors.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut seen = 0;
-    for sub in ["", "paper", "baselines", "split-hint", "tiering", "pruned-walk", "robustness"] {
+    for sub in [
+        "",
+        "paper",
+        "baselines",
+        "split-hint",
+        "tiering",
+        "pruned-walk",
+        "robustness",
+    ] {
         for f in std::fs::read_dir(dir.join(sub)).unwrap() {
             let path = f.unwrap().path();
             if path.extension().is_none_or(|x| x != "toml") {
