@@ -66,7 +66,14 @@ fn documents_round_trip() {
     // Every shipped experiment, whatever its engine and monitors.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let mut seen = 0;
-    for sub in ["", "paper", "baselines", "split-hint", "tiering"] {
+    for sub in [
+        "",
+        "paper",
+        "baselines",
+        "split-hint",
+        "tiering",
+        "fidelity",
+    ] {
         for f in std::fs::read_dir(dir.join(sub)).unwrap() {
             let path = f.unwrap().path();
             if path.extension().is_none_or(|x| x != "toml") {
