@@ -6,7 +6,12 @@ on both engines over many seeds (the `probe_trace` example, one TSV per run, kep
 - `bits`: bits cleared (test-and-clear operations that found the bit set);
 - `bits/clear`: in memory the phase's patterns access (`act`) and elsewhere (`oth`);
 - `P(set)`: the fraction of reads (one sampling interval after the clear) that found
-  the bit set in accessed memory: the engines' bit probability as the monitor sees it.
+  the bit set in accessed memory: the engines' bit probability as the monitor sees it;
+- `bit at clear, age A`: the fraction of clears that found the bit set, among entries
+  whose previous clear was A ago (`never`: not cleared before), per address class: the
+  bit probability as a function of the time since the clear, whatever the regions;
+- the largest nr_accesses per window (DAMON merges neighbours within a tenth of it), the
+  regions of at most 64 KiB, and the regions in accessed memory by nr_accesses.
 
 Each row gives the mean over seeds with its standard error per engine, their ratio,
 Welch's t with its two-sided p-value (Student's t distribution), and the two-sided p-value
@@ -14,7 +19,7 @@ of the Mann-Whitney U test (a difference in the distributions' location whatever
 shape). --windows adds the mean
 number of regions per window, to see where the engines first drift apart.
 
-    cargo build --release --example probe_trace
+    cargo build --release -p tierscope-experiment --example probe_trace
     python3 scripts/engine_gap.py experiments/default.toml --monitor damon-agg \\
         --seeds 1-24 --out runs/gap-default
 
@@ -33,6 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BINARY = ROOT / "target" / "release" / "examples" / "probe_trace"
 ENGINES = ("exact", "stat")
+#: probe_trace's age buckets: time since the entry's previous clear (up to 2 ms, ...).
+AGES = ("never", "2ms", "10ms", "50ms", "200ms", "1s", "long")
+#: probe_trace's regions in accessed memory by nr_accesses (0, 1, 2, 3, 4 or more).
+NR = ("nr0", "nr1", "nr2", "nr3", "nr4p")
 
 Row = dict[str, float]
 
@@ -167,6 +176,17 @@ def measures(rows: list[Row], warm: float) -> dict[str, float]:
         out[f"{ph + 1}: bits/clear act"] = ratio(p, "bits_act", "clears_act")
         out[f"{ph + 1}: bits/clear oth"] = ratio(p, "bits_oth", "clears_oth")
         out[f"{ph + 1}: P(set) act"] = ratio(p, "set_act", "reads_act")
+        if "max_nr" in p[0]:
+            out[f"{ph + 1}: max nr_accesses"] = sum(r["max_nr"] for r in p) / len(p)
+            out[f"{ph + 1}: regions <= 64 KiB"] = sum(r["small_regions"] for r in p) / len(p)
+            for k in NR:
+                out[f"{ph + 1}: share of accessed regions {k}"] = ratio(p, k, "regions_active")
+        for c in ("act", "oth"):
+            for a in AGES:
+                if f"c_{c}_{a}" in p[0]:
+                    out[f"{ph + 1}: bit at clear, {c}, age {a}"] = ratio(
+                        p, f"b_{c}_{a}", f"c_{c}_{a}"
+                    )
     return out
 
 
