@@ -74,6 +74,7 @@ fn documents_round_trip() {
         "tiering",
         "pruned-walk",
         "robustness",
+        "fidelity",
     ] {
         for f in std::fs::read_dir(dir.join(sub)).unwrap() {
             let path = f.unwrap().path();
