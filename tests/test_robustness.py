@@ -17,6 +17,8 @@ from tierscope.cli.repro import PAPER_DIR
 
 GIB = 1 << 30
 MIB = 1 << 20
+MB = 10**6
+GB = 10**9
 
 
 @pytest.mark.parametrize("bench", list(robustness.BENCHES))
@@ -37,7 +39,7 @@ def test_layouts_move_the_hot_regions_and_keep_the_benchmark(bench: str) -> None
         assert set(hot) == hot_names
         if robustness.layout_units(i) == "GiB":
             assert list(hot.values()) == list(b.hot_gib)
-            assert all(c % GIB == 0 for c in cold)
+            assert all(c % b.gib_cold_unit == 0 for c in cold)
         else:
             assert sorted(hot.values()) == sorted(s for _, s in b.hot)
             assert all(c % (2 * MIB) == 0 for c in cold)
@@ -48,6 +50,21 @@ def test_layouts_move_the_hot_regions_and_keep_the_benchmark(bench: str) -> None
         # A cold region before and after every hot one.
         assert names[0] not in hot_names and names[-1] not in hot_names
     assert len(orders) > 1 or len(hot_names) == 1
+
+
+def test_every_paper_experiment_has_layouts() -> None:
+    from tierscope import paper
+
+    assert set(robustness.BENCHES) == set(paper.EXPERIMENTS)
+    assert set(robustness.DEFAULT_BENCHES) <= set(robustness.BENCHES)
+    for name, b in robustness.BENCHES.items():
+        # The benchmark's heap and hot sizes are its paper file's.
+        regions = tomllib.loads((PAPER_DIR / f"{name}.toml").read_text())["workload"]["regions"]
+        sizes = {r["name"]: r["size"] for r in regions}
+        for hot, size in b.hot:
+            assert sizes[hot].endswith("MB") or sizes[hot].endswith("GB"), sizes[hot]
+            unit = MB if sizes[hot].endswith("MB") else GB
+            assert int(sizes[hot][:-2]) * unit == size, (name, hot)
 
 
 def test_gib_layouts_put_every_region_edge_18_mib_past_a_gib_boundary(tmp_path: Path) -> None:
@@ -125,4 +142,12 @@ def test_negative_layouts_are_bad_input(tmp_path: Path) -> None:
     r = run_cli("repro", "telescope", "--layouts", "-1", "--out", tmp_path / "x", cwd=tmp_path)
     assert r.returncode == 2
     assert "--layouts" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_layout_experiment_outside_only_is_bad_input(tmp_path: Path) -> None:
+    args = ("--only", "needle-5t", "--layout-experiment", "subtb-1g")
+    r = run_cli("repro", "telescope", *args, "--out", tmp_path / "x", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "--layout-experiment" in r.stderr and "subtb-1g" in r.stderr
     assert not (tmp_path / "x").exists()

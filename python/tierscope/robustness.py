@@ -39,16 +39,44 @@ class Bench:
     heap: int
     #: The hot regions' bytes in a GiB layout (the paper's "10 GB" written "10 GiB").
     hot_gib: tuple[int, ...]
+    #: The cold regions' granularity in a GiB layout: whole GiB, except in a heap too small
+    #: to hold two of them beside the hot memory (then 2 MiB, as in GB layouts).
+    gib_cold_unit: int = GIB
 
 
+_MULTIPHASE = Bench(
+    hot=(("hot_a", 10 * GB), ("hot_b", 10 * GB), ("hot_c", 10 * GB)),
+    heap=5000 * GB,
+    hot_gib=(10 * GIB, 10 * GIB, 10 * GIB),
+)
+_NEEDLE = Bench(hot=(("needle", 50 * MB),), heap=5000 * GB, hot_gib=(50 * MB,))
+
+
+def _subtb(heap: int, hot_gib: int, gib_cold_unit: int = GIB) -> Bench:
+    """A SubTB benchmark: 10% of `heap` hot (`hot_gib` in a GiB layout)."""
+    return Bench(
+        hot=(("hot", heap // 10),), heap=heap, hot_gib=(hot_gib,), gib_cold_unit=gib_cold_unit
+    )
+
+
+#: Every microbenchmark of the Telescope paper (experiments/paper/), by its file's name;
+#: the 2 MiB-page files share their 4 KiB twin's layouts.
 BENCHES: dict[str, Bench] = {
-    "multiphase-5t": Bench(
-        hot=(("hot_a", 10 * GB), ("hot_b", 10 * GB), ("hot_c", 10 * GB)),
-        heap=5000 * GB,
-        hot_gib=(10 * GIB, 10 * GIB, 10 * GIB),
-    ),
-    "needle-5t": Bench(hot=(("needle", 50 * MB),), heap=5000 * GB, hot_gib=(50 * MB,)),
+    "multiphase-5t": _MULTIPHASE,
+    "multiphase-5t-thp": _MULTIPHASE,
+    "needle-5t": _NEEDLE,
+    "needle-5t-thp": _NEEDLE,
+    "subtb-1g": _subtb(1000 * MB, 100 << 20, MIB2),
+    "subtb-1g-thp": _subtb(1000 * MB, 100 << 20, MIB2),
+    "subtb-10g": _subtb(10_000 * MB, GIB),
+    "subtb-10g-thp": _subtb(10_000 * MB, GIB),
+    "subtb-100g": _subtb(100_000 * MB, 10 * GIB),
+    "subtb-100g-thp": _subtb(100_000 * MB, 10 * GIB),
 }
+
+#: The benchmarks `tierscope repro telescope` runs over layouts unless told otherwise: the
+#: two of issue 15 and docs/ROBUSTNESS.md's main tables.
+DEFAULT_BENCHES = ("multiphase-5t", "needle-5t")
 
 #: The monitors every layout runs: the paper file's, and ours beyond the paper. Linear
 #: scans are left out: a pass over 5 TB of 4 KiB pages does not finish in a window.
@@ -74,7 +102,7 @@ def layout(bench: str, index: int) -> list[dict[str, Any]]:
     b = BENCHES[bench]
     rng = random.Random(index)
     gib = layout_units(index) == "GiB"
-    unit = GIB if gib else MIB2
+    unit = b.gib_cold_unit if gib else MIB2
     hot = [(n, g if gib else s) for (n, s), g in zip(b.hot, b.hot_gib, strict=True)]
     rng.shuffle(hot)
     cold_total = b.heap - sum(s for _, s in hot)

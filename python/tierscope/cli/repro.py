@@ -21,10 +21,11 @@ per-seed values are in repro.json). The seeds run as a sweep stored in
 DIR/needle-5t-seeds, on --executor: stopped, a rerun with the same DIR resumes it.
 
 One layout is a coin flip too: where the hot regions sit decides Telescope-FLX's precision
-(docs/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks also run over --layouts
-random layouts x --layout-seeds seeds with every monitor (tierscope.robustness), each as a
-sweep stored in DIR/NAME-layouts, and repro.md gives per monitor the p10 / median / p90 of
-precision and recall over those runs (per-run values in repro.json).
+(docs/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks (or those named by
+--layout-experiment) also run over --layouts random layouts x --layout-seeds seeds with
+every monitor (tierscope.robustness), each as a sweep stored in DIR/NAME-layouts, and
+repro.md gives per monitor the p10 / median / p90 of precision and recall over those runs
+(per-run values in repro.json).
 """
 
 from __future__ import annotations
@@ -102,8 +103,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=LAYOUTS,
         metavar="N",
-        help=f"run {', '.join(robustness.BENCHES)} over N random layouts (x --layout-seeds) "
-        f"with every monitor and give p10 / median / p90 (0: none; default {LAYOUTS})",
+        help="run the --layout-experiment benchmarks over N random layouts (x "
+        "--layout-seeds) with every monitor and give p10 / median / p90 "
+        f"(0: none; default {LAYOUTS})",
+    )
+    p.add_argument(
+        "--layout-experiment",
+        action="append",
+        metavar="NAME",
+        help="run this experiment over --layouts (repeatable; any of --only's names; "
+        f"default {' and '.join(robustness.DEFAULT_BENCHES)})",
     )
     p.add_argument(
         "--layout-seeds",
@@ -313,6 +322,17 @@ def main(args: argparse.Namespace) -> int:
             f"--only: unknown experiment {unknown[0]!r} (expected one of "
             f"{', '.join(paper.EXPERIMENTS)})",
         )
+    if args.layout_experiment:
+        for n in args.layout_experiment:
+            if n not in names:
+                raise config_error(
+                    SOURCE,
+                    f"--layout-experiment: {n!r} is not among the experiments run "
+                    f"(expected one of {', '.join(names)})",
+                )
+        layout_names = set(args.layout_experiment)
+    else:
+        layout_names = set(robustness.DEFAULT_BENCHES)
     for flag, value in (
         ("--needle-seeds", args.needle_seeds),
         ("--layouts", args.layouts),
@@ -361,7 +381,7 @@ def main(args: argparse.Namespace) -> int:
             )
             quality += seed_mean_rows(n, per_seed)
             walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
-        if n in robustness.BENCHES and args.layouts > 0 and args.layout_seeds > 0:
+        if n in layout_names and args.layouts > 0 and args.layout_seeds > 0:
             t0 = time.monotonic()
             runs = layout_runs(
                 n,
