@@ -151,3 +151,19 @@ def test_a_layout_experiment_outside_only_is_bad_input(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert "--layout-experiment" in r.stderr and "subtb-1g" in r.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_layouts_scale_to_another_heap() -> None:
+    tib = 1 << 40
+    for i in range(4):
+        own = robustness.layout("multiphase-5t", i)
+        big = robustness.layout("multiphase-5t", i, heap=5 * tib)
+        # The same draw: the same order of regions, the same hot sizes, cold memory grown.
+        assert [r["name"] for r in big] == [r["name"] for r in own]
+        hot = {"hot_a", "hot_b", "hot_c"}
+        assert [r["size"] for r in big if r["name"] in hot] == [
+            r["size"] for r in own if r["name"] in hot
+        ]
+        total = sum(r["size"] for r in big)
+        assert abs(total - 5 * tib) <= 4 * GIB, (i, total)
+        assert total > sum(r["size"] for r in own) + 400 * GIB

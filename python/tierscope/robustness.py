@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +97,12 @@ def layout_units(index: int) -> str:
     return "GiB" if index % 2 == 0 else "GB"
 
 
-def layout(bench: str, index: int) -> list[dict[str, Any]]:
-    """Layout `index` of `bench`: its `workload.regions`, listed from the top of the heap."""
+def layout(bench: str, index: int, heap: int | None = None) -> list[dict[str, Any]]:
+    """Layout `index` of `bench`: its `workload.regions`, listed from the top of the heap;
+    `heap` bytes in all instead of the benchmark's own."""
     b = BENCHES[bench]
+    if heap is not None:
+        b = replace(b, heap=heap)
     rng = random.Random(index)
     gib = layout_units(index) == "GiB"
     unit = b.gib_cold_unit if gib else MIB2
@@ -122,10 +125,15 @@ def layout_label(index: int) -> str:
 
 
 def sweep(
-    base: Path, bench: str, layouts: int, seeds: int, monitors: tuple[str, ...] = MONITORS
+    base: Path,
+    bench: str,
+    layouts: int,
+    seeds: int,
+    monitors: tuple[str, ...] = MONITORS,
+    heap: int | None = None,
 ) -> dict[str, Any]:
     """The sweep of the experiment file `base` (the benchmark's paper file) over layouts
-    0..layouts-1 x seeds 1..seeds, every run with `monitors`."""
+    0..layouts-1 x seeds 1..seeds, every run with `monitors`; `heap` as in `layout`."""
     return {
         "base": str(base.resolve()),
         "seeds": {"from": 1, "to": seeds},
@@ -135,7 +143,7 @@ def sweep(
                 "path": "workload.regions",
                 "name": "layout",
                 "labels": [layout_label(i) for i in range(layouts)],
-                "values": [layout(bench, i) for i in range(layouts)],
+                "values": [layout(bench, i, heap) for i in range(layouts)],
             }
         ],
     }
