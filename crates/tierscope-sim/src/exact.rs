@@ -125,6 +125,7 @@ impl ExactEngine {
         let paging = config.paging;
         let layout = lay_out(params.spec, paging, config.page_size)?;
         let mut pt = PageTable::new(paging);
+        pt.reserve_for(layout.mappings.iter().map(|m| (m.range, m.page_size)));
         for m in &layout.mappings {
             pt.map(m.range, m.page_size);
         }
