@@ -44,7 +44,8 @@ pub struct SetAssoc {
     /// The nibbles of positions `0..ways` in `order`.
     order_mask: u64,
     set_mask: u64,
-    sets: Vec<Set>,
+    /// `set_mask + 1` sets; never resized (`set_mut` relies on it).
+    sets: Box<[Set]>,
 }
 
 /// The fingerprint byte of a tag: its top byte after a multiplicative hash (tags in one
@@ -182,7 +183,7 @@ impl SetAssoc {
             last_shift: 4 * (ways as u32 - 1),
             order_mask: through(ways - 1),
             set_mask: (g.entries / g.ways) as u64 - 1,
-            sets: vec![empty; (g.entries / g.ways) as usize],
+            sets: vec![empty; (g.entries / g.ways) as usize].into_boxed_slice(),
         }
     }
 
@@ -191,13 +192,24 @@ impl SetAssoc {
         (set_key & self.set_mask) as usize
     }
 
+    /// The set chosen by `set_key` (index `set_index(set_key)`), without a bounds check:
+    /// every probe and insertion of every walk indexes a set, and the mask already
+    /// bounds the index.
+    #[inline(always)]
+    fn set_mut(&mut self, set_key: u64) -> &mut Set {
+        let si = self.set_index(set_key);
+        debug_assert!(si < self.sets.len());
+        // SAFETY: `sets` has `set_mask + 1` sets (a power of two) from `new` on and is
+        // never resized, so `set_key & set_mask` is in bounds.
+        unsafe { self.sets.get_unchecked_mut(si) }
+    }
+
     /// Looks up `tag` in the set chosen by `set_key`; on a hit marks it most recently used
     /// and returns its slot.
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
-        let si = self.set_index(set_key);
-        let way_bits = self.way_bits;
-        let set = &mut self.sets[si];
+        let (si, way_bits) = (self.set_index(set_key), self.way_bits);
+        let set = self.set_mut(set_key);
         let way = set.find(tag, way_bits)?;
         let pos = set.position_of(way);
         set.promote(pos);
@@ -218,9 +230,8 @@ impl SetAssoc {
     /// ways always are.
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
-        let si = self.set_index(set_key);
         let (shift, mask) = (self.last_shift, self.order_mask);
-        let set = &mut self.sets[si];
+        let set = self.set_mut(set_key);
         let victim = set.order >> shift & 0xf;
         set.put_tag(victim as usize, tag);
         set.values[victim as usize] = value;
