@@ -129,6 +129,7 @@ impl ExactEngine {
         for m in &layout.mappings {
             pt.map(m.range, m.page_size);
         }
+        pt.set_hint_span(layout.heap);
         // The workload initialised every page (masim writes its regions at start-up).
         pt.touch_everything();
         let has_huge = layout
