@@ -15,7 +15,7 @@ const BYTES: u64 = 0x0101_0101_0101_0101;
 const NIBBLES: u64 = 0x1111_1111_1111_1111;
 
 /// One set. `fp` holds one fingerprint byte per way (a hash of its tag): a probe compares
-/// all of them at once with word arithmetic and checks the full tag only where a byte
+/// all of them at once (one SSE2 comparison) and checks the full tag only where a byte
 /// matches, so a miss costs a few instructions whatever the associativity (the exact
 /// engine's workloads miss the TLBs on almost every access). `order` lists the ways in
 /// recency order (most recent first) as 4-bit way numbers packed in one word (position
@@ -37,14 +37,15 @@ struct Set {
 #[derive(Debug, Clone)]
 pub struct SetAssoc {
     ways: usize,
-    /// Whether ways 8.. exist (else a probe reads one fingerprint word).
-    wide: bool,
+    /// A bit per way (`ways` low bits).
+    way_bits: u32,
     /// `4 * (ways - 1)`: where the LRU victim sits in `order`.
     last_shift: u32,
     /// The nibbles of positions `0..ways` in `order`.
     order_mask: u64,
     set_mask: u64,
-    sets: Vec<Set>,
+    /// `set_mask + 1` sets; never resized (`set_mut` relies on it).
+    sets: Box<[Set]>,
 }
 
 /// The fingerprint byte of a tag: its top byte after a multiplicative hash (tags in one
@@ -57,6 +58,7 @@ fn fingerprint(tag: u64) -> u64 {
 /// Flags (bit 7 of the byte) the bytes of `word` equal to `byte`. The lowest flag is
 /// always a true match; higher ones may be false positives (a borrow out of a matching
 /// byte), which the caller's full-tag check rejects.
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn matching_bytes(word: u64, byte: u64) -> u64 {
     let x = word ^ byte.wrapping_mul(BYTES);
@@ -71,6 +73,7 @@ fn through(pos: usize) -> u64 {
 
 impl Set {
     /// The fingerprints of ways `8 * half..8 * half + 8` as one word.
+    #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
     fn fp_word(&self, half: usize) -> u64 {
         let mut b = [0u8; 8];
@@ -78,19 +81,47 @@ impl Set {
         u64::from_le_bytes(b)
     }
 
-    /// The way holding `tag`, if any; `wide` when ways 8.. exist.
+    /// The ways among `ways` (a bit per way) whose fingerprint is `f`'s byte: one SSE2
+    /// byte comparison of all sixteen (x86-64's baseline), else two words of byte
+    /// arithmetic (whose flags past the lowest may be false positives, which the
+    /// caller's full-tag check rejects).
     #[inline(always)]
-    fn find(&self, tag: u64, wide: bool) -> Option<usize> {
-        let f = fingerprint(tag);
-        for half in 0..1 + wide as usize {
-            let mut m = matching_bytes(self.fp_word(half), f);
-            while m != 0 {
-                let way = half * 8 + (m.trailing_zeros() / 8) as usize;
-                if self.tags[way] == tag {
-                    return Some(way);
-                }
-                m &= m - 1;
+    fn candidates(&self, f: u64, ways: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi64x};
+            // SAFETY: SSE2 is part of the x86-64 baseline; [u8; 16] and __m128i have the
+            // same size and every bit pattern is valid for both.
+            unsafe {
+                let fp = std::mem::transmute::<[u8; 16], __m128i>(self.fp);
+                let key = _mm_set1_epi64x(f.wrapping_mul(BYTES) as i64);
+                _mm_movemask_epi8(_mm_cmpeq_epi8(fp, key)) as u32 & ways
             }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let mut m = 0u32;
+            for half in 0..2 {
+                let mut flags = matching_bytes(self.fp_word(half), f);
+                while flags != 0 {
+                    m |= 1 << (half * 8 + (flags.trailing_zeros() / 8) as usize);
+                    flags &= flags - 1;
+                }
+            }
+            m & ways
+        }
+    }
+
+    /// The way holding `tag`, if any; `ways` has a bit per way of the cache.
+    #[inline(always)]
+    fn find(&self, tag: u64, ways: u32) -> Option<usize> {
+        let mut m = self.candidates(fingerprint(tag), ways);
+        while m != 0 {
+            let way = m.trailing_zeros() as usize;
+            if self.tags[way] == tag {
+                return Some(way);
+            }
+            m &= m - 1;
         }
         None
     }
@@ -148,11 +179,11 @@ impl SetAssoc {
         empty.clear();
         SetAssoc {
             ways,
-            wide: ways > 8,
+            way_bits: (1u32 << ways) - 1,
             last_shift: 4 * (ways as u32 - 1),
             order_mask: through(ways - 1),
             set_mask: (g.entries / g.ways) as u64 - 1,
-            sets: vec![empty; (g.entries / g.ways) as usize],
+            sets: vec![empty; (g.entries / g.ways) as usize].into_boxed_slice(),
         }
     }
 
@@ -161,14 +192,25 @@ impl SetAssoc {
         (set_key & self.set_mask) as usize
     }
 
+    /// The set chosen by `set_key` (index `set_index(set_key)`), without a bounds check:
+    /// every probe and insertion of every walk indexes a set, and the mask already
+    /// bounds the index.
+    #[inline(always)]
+    fn set_mut(&mut self, set_key: u64) -> &mut Set {
+        let si = self.set_index(set_key);
+        debug_assert!(si < self.sets.len());
+        // SAFETY: `sets` has `set_mask + 1` sets (a power of two) from `new` on and is
+        // never resized, so `set_key & set_mask` is in bounds.
+        unsafe { self.sets.get_unchecked_mut(si) }
+    }
+
     /// Looks up `tag` in the set chosen by `set_key`; on a hit marks it most recently used
     /// and returns its slot.
     #[inline(always)]
     pub fn lookup(&mut self, set_key: u64, tag: u64) -> Option<usize> {
-        let si = self.set_index(set_key);
-        let wide = self.wide;
-        let set = &mut self.sets[si];
-        let way = set.find(tag, wide)?;
+        let (si, way_bits) = (self.set_index(set_key), self.way_bits);
+        let set = self.set_mut(set_key);
+        let way = set.find(tag, way_bits)?;
         let pos = set.position_of(way);
         set.promote(pos);
         Some(si * MAX_WAYS + way)
@@ -188,9 +230,8 @@ impl SetAssoc {
     /// ways always are.
     #[inline(always)]
     pub fn insert(&mut self, set_key: u64, tag: u64, value: u64) {
-        let si = self.set_index(set_key);
         let (shift, mask) = (self.last_shift, self.order_mask);
-        let set = &mut self.sets[si];
+        let set = self.set_mut(set_key);
         let victim = set.order >> shift & 0xf;
         set.put_tag(victim as usize, tag);
         set.values[victim as usize] = value;
@@ -208,9 +249,9 @@ impl SetAssoc {
     /// Drops `tag` if cached; its way becomes the next victim.
     pub fn invalidate(&mut self, set_key: u64, tag: u64) {
         let si = self.set_index(set_key);
-        let (ways, wide) = (self.ways, self.wide);
+        let (ways, way_bits) = (self.ways, self.way_bits);
         let set = &mut self.sets[si];
-        if let Some(way) = set.find(tag, wide) {
+        if let Some(way) = set.find(tag, way_bits) {
             set.put_tag(way, INVALID);
             let pos = set.position_of(way);
             set.demote(pos, ways);

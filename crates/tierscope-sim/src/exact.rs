@@ -125,9 +125,11 @@ impl ExactEngine {
         let paging = config.paging;
         let layout = lay_out(params.spec, paging, config.page_size)?;
         let mut pt = PageTable::new(paging);
+        pt.reserve_for(layout.mappings.iter().map(|m| (m.range, m.page_size)));
         for m in &layout.mappings {
             pt.map(m.range, m.page_size);
         }
+        pt.set_hint_span(layout.heap);
         // The workload initialised every page (masim writes its regions at start-up).
         pt.touch_everything();
         let has_huge = layout

@@ -57,6 +57,11 @@ pub struct PageTable {
     /// Per table: start of its 512 child slots in `children`, or NO_CHILDREN for page tables.
     child_base: Vec<u32>,
     children: Vec<u32>,
+    /// Where [`PageTable::leaf_hint`] may start instead of the root: the page directory
+    /// (level Pmd table) under each GiB from `pd_hint_first` (a GiB number) on, or
+    /// NO_CHILDREN (see [`PageTable::set_hint_span`]).
+    pd_hint_first: u64,
+    pd_hint: Vec<u32>,
 }
 
 /// Index of `va` in a table at `level`.
@@ -73,6 +78,8 @@ impl PageTable {
             words: vec![],
             child_base: vec![],
             children: vec![],
+            pd_hint_first: 0,
+            pd_hint: vec![],
         };
         pt.new_table(paging.root());
         pt
@@ -144,6 +151,25 @@ impl PageTable {
         self.children[self.child_base[table as usize] as usize + index]
     }
 
+    /// Reserves room for the tables that mapping `ranges` (each with its page size) may
+    /// need (per range and level, at most its span's tables plus two partial ones), so
+    /// the bit words are one allocation, advised to huge pages before it is written. The
+    /// walker reads them at random, a line per access: over a 64 GiB heap of 4 KiB pages
+    /// they are 8 MiB, whose 4 KiB pages outnumber the host CPU's TLB entries, so most
+    /// accesses would also pay a host page walk (a nested one in a VM).
+    pub fn reserve_for(&mut self, ranges: impl Iterator<Item = (AddrRange, PageSize)>) {
+        let root = self.paging.root().index();
+        let tables: usize = ranges
+            .map(|(range, page)| {
+                (page.leaf_level().index()..root)
+                    .map(|l| (range.len() >> (21 + 9 * l as u32)) as usize + 2)
+                    .sum::<usize>()
+            })
+            .sum();
+        self.words.reserve(tables * 8);
+        crate::prefetch::advise_huge(&self.words);
+    }
+
     /// Maps `range` (aligned to `page`) with leaves of size `page`, creating tables on the
     /// way. Remapping a mapped page is a bug.
     pub fn map(&mut self, range: AddrRange, page: PageSize) {
@@ -187,8 +213,13 @@ impl PageTable {
     /// checks, no counting): for prefetching.
     #[inline(always)]
     pub fn leaf_hint(&self, va: u64) -> EntryRef {
-        let mut table = 0u32;
-        let mut shift = self.paging.root().span_shift();
+        let (mut table, mut shift) = match self
+            .pd_hint
+            .get((va >> 30).wrapping_sub(self.pd_hint_first) as usize)
+        {
+            Some(&pd) if pd != NO_CHILDREN => (pd, Level::Pmd.span_shift()),
+            _ => (0, self.paging.root().span_shift()),
+        };
         while shift > 12 {
             let base = self.child_base[table as usize];
             let child = self.children[base as usize + (va >> shift & 511) as usize];
@@ -202,6 +233,26 @@ impl PageTable {
             table,
             index: (va >> shift & 511) as u16,
         }
+    }
+
+    /// Lets [`PageTable::leaf_hint`] start at the page directory for addresses in `span`
+    /// (the heap: every access prefetches its leaf, and the levels above the directory
+    /// are a chain of dependent loads and bounds checks). Call it once the mappings are
+    /// made; only maps create directories (splits and collapses change what is below
+    /// one), and a stale hint would only prefetch the wrong line.
+    pub fn set_hint_span(&mut self, span: AddrRange) {
+        if span.is_empty() {
+            return;
+        }
+        self.pd_hint_first = span.start >> 30;
+        self.pd_hint = (span.start >> 30..=(span.end - 1) >> 30)
+            .map(|g| match self.locate(Level::Pud, g << 30) {
+                Some((e, _)) if !self.get(e.table, e.index as usize, Bit::Huge) => {
+                    self.child(e.table, e.index as usize)
+                }
+                _ => NO_CHILDREN,
+            })
+            .collect();
     }
 
     /// Follows the path to `va` down to `level`, as a software walk does. Returns the entry
@@ -465,10 +516,18 @@ mod tests {
             e.table,
             "the hint stops at the huge leaf"
         );
+        // The same from the page directory (as the engine sets it after mapping).
+        pt.set_hint_span(AddrRange::new(base, base + (4 << 20)));
+        assert_eq!(pt.leaf_hint(base).table, e.table);
         // Split again: every page inherits the collapsed leaf's bits.
         assert!(pt.split_huge(base));
         let (_, e, _) = pt.leaf(base + 100 * 4096).unwrap();
         assert!(pt.accessed(e) && pt.dirty(e));
+        assert_eq!(
+            pt.leaf_hint(base + 100 * 4096),
+            e,
+            "the hint follows the split"
+        );
     }
 
     #[test]
