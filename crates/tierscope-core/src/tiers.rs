@@ -57,6 +57,20 @@ pub struct TierPreset {
     pub source: &'static str,
 }
 
+impl TierPreset {
+    /// The preset as a tier of `capacity` bytes with no antagonist.
+    pub fn spec(&self, capacity: u64) -> TierSpec {
+        TierSpec {
+            name: self.name.into(),
+            capacity,
+            latency_ns: self.latency_ns,
+            bandwidth: self.bandwidth,
+            queueing: self.queueing,
+            background: 0.0,
+        }
+    }
+}
+
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The queueing coefficient of every preset: latency 1.1x idle at 50 % utilisation, 1.9x

@@ -8,7 +8,7 @@
 //! per-slice ratio of their rates is reported (the cost of counting each access's tier). A short slice (e.g. 0.1) suits `valgrind --tool=callgrind`,
 //! whose instruction counts do not depend on the machine's load.
 use std::time::Instant;
-use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierSpec, TierTraffic};
+use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup, TierTraffic};
 use tierscope_core::units::{parse_size, NS_PER_S};
 use tierscope_core::workload::parse_masim;
 use tierscope_core::{Engine, Machine, PageSize};
@@ -56,17 +56,7 @@ fn main() {
     );
     let mut tiered = args.iter().any(|a| a == "tiers").then(|| {
         let mut e = ExactEngine::new(&config, &params).unwrap();
-        let tier = |name: &str, capacity| {
-            let p = tier_preset(name).unwrap();
-            TierSpec {
-                name: name.into(),
-                capacity,
-                latency_ns: p.latency_ns,
-                bandwidth: p.bandwidth,
-                queueing: p.queueing,
-                background: 0.0,
-            }
-        };
+        let tier = |name: &str, capacity| tier_preset(name).unwrap().spec(capacity);
         e.set_tiers(&TierSetup {
             tiers: vec![tier("dram", bytes / 4), tier("cxl", bytes)],
             initial: InitialPlacement::Interleaved,

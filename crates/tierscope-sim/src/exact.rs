@@ -558,15 +558,9 @@ mod tests {
             ..SimMachine::default()
         };
         let tier = |name: &str, capacity| {
-            let p = tierscope_core::tiers::tier_preset(name).unwrap();
-            tierscope_core::tiers::TierSpec {
-                name: name.into(),
-                capacity,
-                latency_ns: p.latency_ns,
-                bandwidth: p.bandwidth,
-                queueing: p.queueing,
-                background: 0.0,
-            }
+            tierscope_core::tiers::tier_preset(name)
+                .unwrap()
+                .spec(capacity)
         };
         let setup = TierSetup {
             tiers: vec![tier("dram", 16 << 20), tier("cxl", 1 << 30)],
