@@ -18,8 +18,10 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from tierscope import load_sweep, robustness, run_sweep
+from tierscope._core import monitor_presets
 from tierscope.cli.repro import PAPER_DIR
 
 UNITS = {
@@ -44,8 +46,15 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * UNITS[m.group(2)]
 
 
+class Parser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit status 2, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("bench", choices=list(robustness.BENCHES))
     ap.add_argument("--heap", required=True, help="the heap's size, e.g. 5TiB")
     ap.add_argument("--layouts", type=int, default=20, metavar="N")
@@ -64,7 +73,20 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--heap: {e}")
     if args.layouts < 1 or args.seeds < 1:
         ap.error("--layouts and --seeds: must be 1 or more")
+    try:
+        robustness.layout(args.bench, 0, heap)
+    except ValueError as e:
+        ap.error(f"--heap: {e}")
     monitors = tuple(m for m in args.monitors.split(",") if m)
+    known = {p["name"] for p in monitor_presets()}
+    unknown = [m for m in monitors if m not in known]
+    if unknown or not monitors:
+        ap.error(
+            f"--monitors: unknown preset {unknown[0]!r} (expected presets among "
+            f"{', '.join(sorted(known))})"
+            if unknown
+            else "--monitors: name at least one preset"
+        )
     sweep = robustness.sweep(
         PAPER_DIR / f"{args.bench}.toml", args.bench, args.layouts, args.seeds, monitors, heap
     )

@@ -167,3 +167,8 @@ def test_layouts_scale_to_another_heap() -> None:
         total = sum(r["size"] for r in big)
         assert abs(total - 5 * tib) <= 4 * GIB, (i, total)
         assert total > sum(r["size"] for r in own) + 400 * GIB
+    # A heap without room for the cold regions of a GiB layout is refused, not overrun.
+    with pytest.raises(ValueError, match="does not hold"):
+        robustness.layout("needle-5t", 0, heap=2 * GIB)
+    small = robustness.layout("needle-5t", 0, heap=3 * GIB)
+    assert abs(sum(r["size"] for r in small) - 3 * GIB) <= 2 * GIB

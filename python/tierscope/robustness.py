@@ -103,6 +103,12 @@ def layout(bench: str, index: int, heap: int | None = None) -> list[dict[str, An
     b = BENCHES[bench]
     if heap is not None:
         b = replace(b, heap=heap)
+        need = max(sum(s for _, s in b.hot), sum(b.hot_gib)) + (len(b.hot) + 1) * b.gib_cold_unit
+        if heap < need:
+            raise ValueError(
+                f"a heap of {heap} bytes does not hold {bench}'s hot memory and a cold region "
+                f"of at least {b.gib_cold_unit} bytes beside each hot one ({need} bytes)"
+            )
     rng = random.Random(index)
     gib = layout_units(index) == "GiB"
     unit = b.gib_cold_unit if gib else MIB2
