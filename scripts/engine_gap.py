@@ -226,12 +226,18 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="directory for the runs' TSVs")
     ap.add_argument("--windows", action="store_true", help="mean regions per window")
     args = ap.parse_args()
+    if not args.experiment.is_file():
+        ap.exit(2, f"{ap.prog}: error: {args.experiment}: no such experiment file\n")
+    try:
+        seeds = seeds_of(args.seeds)
+    except ValueError:
+        ap.exit(
+            2, f"{ap.prog}: error: --seeds: expected a list such as 1-4,9, got {args.seeds!r}\n"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     exp = args.experiment.resolve()
     warm = warmup_s(exp)
-    runs = {
-        e: [trace(exp, e, s, args.monitor, args.out) for s in seeds_of(args.seeds)] for e in ENGINES
-    }
+    runs = {e: [trace(exp, e, s, args.monitor, args.out) for s in seeds] for e in ENGINES}
     table({e: [measures(r, warm) for r in rs] for e, rs in runs.items()})
     if args.windows:
         print(f"\n{'end_s':>7} {'phase':>5} {'exact regions':>16} {'stat regions':>16}")

@@ -99,13 +99,23 @@ def region_cause(start: int, end: int, hot: np.ndarray, flex: dict[str, float] |
     return next((c for c in CAUSES if c in found), "none")
 
 
+class BadInput(Exception):
+    """A run directory or monitor name that cannot be analysed."""
+
+
 def analyse(run: Path, monitor: str) -> dict[str, float]:
-    metrics = json.loads((run / "metrics.json").read_text())
+    path = run / "metrics.json"
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file (expected a run's output directory)")
+    metrics = json.loads(path.read_text())
     exp = metrics["experiment"]
     threshold = int(exp["hot_threshold"])
-    cfg = next(m for m in exp["monitors"] if m["name"] == monitor)
+    names = [m["name"] for m in exp["monitors"]]
+    if monitor not in names:
+        raise BadInput(f"{path}: no monitor {monitor!r} (the run has {', '.join(names)})")
+    cfg = exp["monitors"][names.index(monitor)]
     if cfg["type"] != "telescope":
-        raise SystemExit(f"{run}: monitor {monitor} is a {cfg['type']}, not a telescope")
+        raise BadInput(f"{path}: monitor {monitor} is a {cfg['type']}, not a telescope")
     flex = None
     if cfg["variant"] == "flex":
         flex = {name: float(cfg["flex_threshold"][name]) for name, _ in LEVELS}
@@ -155,7 +165,10 @@ def main() -> None:
     p.add_argument("monitors", nargs="+", help="Telescope monitors' names in the run")
     a = p.parse_args()
     for m in a.monitors:
-        r = analyse(a.run, m)
+        try:
+            r = analyse(a.run, m)
+        except BadInput as e:
+            p.exit(2, f"{p.prog}: error: {e}\n")
         print(m)
         for k, v in r.items():
             print(f"  {k:32} {v:.3f}" if isinstance(v, float) else f"  {k:32} {v}")
