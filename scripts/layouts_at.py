@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from tierscope import load_sweep, robustness, run_sweep
+from tierscope import robustness
 from tierscope._core import monitor_presets
 from tierscope.cli.repro import PAPER_DIR
 
@@ -87,19 +87,17 @@ def main(argv: list[str] | None = None) -> int:
             if unknown
             else "--monitors: name at least one preset"
         )
-    sweep = robustness.sweep(
-        PAPER_DIR / f"{args.bench}.toml", args.bench, args.layouts, args.seeds, monitors, heap
+    runs = robustness.run_layouts(
+        PAPER_DIR / f"{args.bench}.toml",
+        args.bench,
+        args.layouts,
+        args.seeds,
+        args.out,
+        monitors=monitors,
+        heap=heap,
+        jobs=args.threads,
+        progress=True,
     )
-    outcome = run_sweep(
-        sweep, args.out, jobs=args.threads, source_name=f"{args.bench} at {args.heap}"
-    )
-    outcome.raise_if_failed("layout runs")
-    keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
-    runs = [
-        {k: row[k] for k in keep}
-        for row in load_sweep(args.out).iter_rows(named=True)
-        if row["row"] == "monitor"
-    ]
     title = f"{args.bench} in a {args.heap} heap over {args.layouts} layouts x {args.seeds} seeds"
     table = robustness.format_distribution(title, robustness.distribution(runs))
     print(table)

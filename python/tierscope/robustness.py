@@ -155,6 +155,40 @@ def sweep(
     }
 
 
+def run_layouts(
+    base: Path,
+    bench: str,
+    layouts: int,
+    seeds: int,
+    out: Path,
+    *,
+    monitors: tuple[str, ...] = MONITORS,
+    heap: int | None = None,
+    executor: str = "local",
+    jobs: int = 0,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Runs `sweep(...)` stored in `out` (resumable) and returns each run's monitor rows:
+    layout, seed, monitor, precision, recall, cpu_percent."""
+    from tierscope import load_sweep, run_sweep
+
+    outcome = run_sweep(
+        sweep(base, bench, layouts, seeds, monitors, heap),
+        out,
+        executor=executor,
+        jobs=jobs,
+        progress=progress,
+        source_name=f"{bench} (layouts)",
+    )
+    outcome.raise_if_failed("layout runs")
+    keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
+    return [
+        {k: row[k] for k in keep}
+        for row in load_sweep(out).iter_rows(named=True)
+        if row["row"] == "monitor"
+    ]
+
+
 def quantile(values: list[float], q: float) -> float:
     """The q-quantile with linear interpolation (numpy's default)."""
     xs = sorted(values)

@@ -230,38 +230,6 @@ def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list
     return rows
 
 
-def layout_runs(
-    name: str,
-    layouts: int,
-    seeds: int,
-    out: Path,
-    *,
-    executor: str = "local",
-    jobs: int = 0,
-    progress: bool = False,
-) -> list[dict[str, Any]]:
-    """Runs benchmark `name` over `layouts` random layouts x `seeds` seeds with every
-    monitor, as a sweep stored in `out` (resumable); each run's monitor rows."""
-    from tierscope import load_sweep, run_sweep
-
-    sweep = robustness.sweep(PAPER_DIR / f"{name}.toml", name, layouts, seeds)
-    outcome = run_sweep(
-        sweep,
-        out,
-        executor=executor,
-        jobs=jobs,
-        progress=progress,
-        source_name=f"{name} (layouts)",
-    )
-    outcome.raise_if_failed("layout runs")
-    keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
-    return [
-        {k: row[k] for k in keep}
-        for row in load_sweep(out).iter_rows(named=True)
-        if row["row"] == "monitor"
-    ]
-
-
 def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> str:
     q = [("experiment", "monitor", "precision", "recall", "paper precision", "paper recall")]
     q += [
@@ -383,7 +351,8 @@ def main(args: argparse.Namespace) -> int:
             walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
         if n in layout_names and args.layouts > 0 and args.layout_seeds > 0:
             t0 = time.monotonic()
-            runs = layout_runs(
+            runs = robustness.run_layouts(
+                PAPER_DIR / f"{n}.toml",
                 n,
                 args.layouts,
                 args.layout_seeds,
