@@ -7,7 +7,7 @@ use crate::layout::{lay_out, Layout};
 use crate::mmu::Mmu;
 use crate::page_table::PageTable;
 use crate::parallel::{self, Worker};
-use crate::pml::Pml;
+use crate::pml::{NoPml, Pml};
 use crate::stream::AccessStream;
 use crate::tiers::TierState;
 use crate::truth::TruthRecorder;
@@ -208,33 +208,36 @@ impl ExactEngine {
             for ((core, s), c) in self.streams.iter_mut().enumerate().zip(cores.iter_mut()) {
                 let mut counter = pmu.as_deref_mut().map(|p| &mut p[core]);
                 let mut i = s.issued();
-                run_core(
-                    c,
-                    pt,
-                    pml.as_deref_mut(),
-                    s,
-                    step,
-                    &mut self.batch,
-                    |va, w| {
-                        truth.record(va, w);
-                        if let Some(t) = tiers.as_deref_mut() {
-                            t.record(va, w);
-                        }
-                        if let Some(d) = nemo.as_deref_mut() {
-                            d.access(&request(heap_start, va, w));
-                        }
-                        if let Some(c) = counter.as_deref_mut() {
-                            if c.tick(w) {
-                                samples.push(PmuSample {
-                                    time: time_of(i, rate),
-                                    va,
-                                    store: w,
-                                });
+                // A closure per call below (a macro, not a variable): each is then called
+                // from one place and inlined into its loop.
+                macro_rules! effect {
+                    () => {
+                        |va, w| {
+                            truth.record(va, w);
+                            if let Some(t) = tiers.as_deref_mut() {
+                                t.record(va, w);
                             }
+                            if let Some(d) = nemo.as_deref_mut() {
+                                d.access(&request(heap_start, va, w));
+                            }
+                            if let Some(c) = counter.as_deref_mut() {
+                                if c.tick(w) {
+                                    samples.push(PmuSample {
+                                        time: time_of(i, rate),
+                                        va,
+                                        store: w,
+                                    });
+                                }
+                            }
+                            i += 1;
                         }
-                        i += 1;
-                    },
-                );
+                    };
+                }
+                let batch = &mut self.batch;
+                match pml.as_deref_mut() {
+                    Some(p) => run_core(c, pt, p, s, step, batch, effect!()),
+                    None => run_core(c, pt, &mut NoPml, s, step, batch, effect!()),
+                }
             }
         }
     }

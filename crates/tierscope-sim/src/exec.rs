@@ -5,7 +5,7 @@
 
 use crate::mmu::Core;
 use crate::page_table::PageTable;
-use crate::pml::Pml;
+use crate::pml::PmlHook;
 use crate::stream::AccessStream;
 use tierscope_core::workload::trace::{ADDR, STORE};
 
@@ -25,13 +25,13 @@ impl Default for Batch {
     }
 }
 
-/// Runs `stream` until it has issued `until` accesses, each through `core` and then
-/// `effect(va, is_store)` (truth, tiers, PMU, ...).
+/// Runs `stream` until it has issued `until` accesses, each through `core` (reporting to
+/// `pml`: `NoPml` when PML is off) and then `effect(va, is_store)` (truth, tiers, PMU, ...).
 #[inline(always)]
-pub fn run_core<F: FnMut(u64, bool)>(
+pub fn run_core<P: PmlHook, F: FnMut(u64, bool)>(
     core: &mut Core,
     pt: &PageTable,
-    mut pml: Option<&mut Pml>,
+    pml: &mut P,
     stream: &mut AccessStream,
     until: u64,
     batch: &mut Batch,
@@ -49,7 +49,7 @@ pub fn run_core<F: FnMut(u64, bool)>(
                 core.prefetch(pt, ahead & ADDR);
             }
             let (va, write) = (r & ADDR, r & STORE != 0);
-            core.access(pt, pml.as_deref_mut(), va, write);
+            core.access(pt, pml, va, write);
             effect(va, write);
         }
     }

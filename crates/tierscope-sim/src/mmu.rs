@@ -10,7 +10,7 @@
 use crate::cache::SetAssoc;
 use crate::config::TlbConfig;
 use crate::page_table::{EntryRef, PageTable};
-use crate::pml::Pml;
+use crate::pml::{NoPml, Pml, PmlHook};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::{Flush, Level, MachineStats};
 
@@ -115,17 +115,15 @@ impl Core {
     /// page's EPT dirty bit after the translation (whose walk, if any, dirtied the page
     /// tables first).
     #[inline(always)]
-    pub fn access(&mut self, pt: &PageTable, mut pml: Option<&mut Pml>, va: u64, write: bool) {
-        self.translate(pt, pml.as_deref_mut(), va, write);
+    pub fn access<P: PmlHook>(&mut self, pt: &PageTable, pml: &mut P, va: u64, write: bool) {
+        self.translate(pt, pml, va, write);
         if write {
-            if let Some(p) = pml {
-                p.data_write(va);
-            }
+            pml.data_write(va);
         }
     }
 
     #[inline(always)]
-    fn translate(&mut self, pt: &PageTable, pml: Option<&mut Pml>, va: u64, write: bool) {
+    fn translate<P: PmlHook>(&mut self, pt: &PageTable, pml: &mut P, va: u64, write: bool) {
         self.stats.accesses += 1;
         let (p4, p2) = (va >> 12, va >> 21);
         if let Some(slot) = self.l1_4k.lookup(p4, p4) {
@@ -179,60 +177,95 @@ impl Core {
     }
 
     /// A page walk from the deepest paging-structure-cache hit (or CR3), loading and marking
-    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs. Levels
-    /// are numbers here (0 = PTE ... 4 = PML5, as `Level::index`): the span shift and the
-    /// cache index are then arithmetic, not matches.
-    fn walk(&mut self, pt: &PageTable, mut pml: Option<&mut Pml>, va: u64, write: bool) {
+    /// ACCESSED each entry on the way, caching the non-leaf ones, filling the TLBs. Each
+    /// table the walker loads from is reported to `pml` first (EPT A/D: the walker's
+    /// access to a table counts as a write). Levels are unrolled (0 = PTE ... 4 = PML5, as
+    /// `Level::index`): each level's span shift and cache index are constants. Huge leaves
+    /// exist only at the page directory (2 MiB pages), so the levels above it always
+    /// continue down.
+    fn walk<P: PmlHook>(&mut self, pt: &PageTable, pml: &mut P, va: u64, write: bool) {
         self.stats.walks += 1;
-        let mut table = 0u32;
-        let mut lv = self.root.index();
         // Deepest cached level first: PDE, PDPTE, PML4E (5-level paging only). Cache `k`
         // holds entries of level `k + 1`; a hit continues the walk at level `k`.
-        for k in 0..self.probes {
-            let key = va >> (21 + 9 * k);
-            if let Some(slot) = self.psc[k].lookup(key, key) {
-                table = self.psc[k].value(slot) as u32;
-                lv = k;
-                break;
+        let (mut table, start) = 'probe: {
+            for k in 0..self.probes {
+                let key = va >> (21 + 9 * k);
+                if let Some(slot) = self.psc[k].lookup(key, key) {
+                    break 'probe (self.psc[k].value(slot) as u32, k);
+                }
             }
+            (0, self.root.index())
+        };
+        if start >= 4 {
+            table = self.walk_above_pd::<4, P>(pt, pml, table, va);
         }
-        let mut loads = 0;
-        loop {
-            let shift = 12 + 9 * lv as u32;
+        if start >= 3 {
+            table = self.walk_above_pd::<3, P>(pt, pml, table, va);
+        }
+        if start >= 2 {
+            table = self.walk_above_pd::<2, P>(pt, pml, table, va);
+        }
+        if start >= 1 {
+            // The page directory: a 2 MiB leaf, or the page table's id.
             let e = EntryRef {
                 table,
-                index: (va >> shift & 511) as u16,
+                index: (va >> 21 & 511) as u16,
             };
             debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
-            loads += 1;
-            if let Some(p) = pml.as_deref_mut() {
-                // EPT A/D on: the walker's access to the table counts as a write.
-                p.table_load(table, Level::from_index(lv), va);
-            }
-            let huge = pt.walk_load(e);
-            if lv == 0 || huge {
+            pml.table_load(table, Level::Pmd, va);
+            if pt.walk_load(e) {
                 let v = pack(e, pt.walk_leaf_dirty(e, write));
-                if lv == 0 {
-                    let p4 = va >> 12;
-                    self.l2.insert(p4, l2_tag(p4, false), v);
-                    self.l1_4k.insert(p4, p4, v);
-                } else {
-                    let p2 = va >> 21;
-                    self.l2.insert(p2, l2_tag(p2, true), v);
-                    self.l1_2m.insert(p2, p2, v);
-                }
-                self.stats.walk_loads += loads;
+                let p2 = va >> 21;
+                self.l2.insert(p2, l2_tag(p2, true), v);
+                self.l1_2m.insert(p2, p2, v);
+                self.stats.walk_loads += start as u64;
                 return;
             }
             let child = pt.child(table, e.index as usize);
-            // A cache no walk probes (the root level's) would never be read: not filled.
-            if lv - 1 < self.probes {
-                let key = va >> shift;
-                self.psc[lv - 1].insert(key, key, child as u64);
-            }
+            let key = va >> 21;
+            self.psc[0].insert(key, key, child as u64);
             table = child;
-            lv -= 1;
         }
+        let e = EntryRef {
+            table,
+            index: (va >> 12 & 511) as u16,
+        };
+        debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
+        pml.table_load(table, Level::Pte, va);
+        pt.walk_load(e);
+        let v = pack(e, pt.walk_leaf_dirty(e, write));
+        let p4 = va >> 12;
+        self.l2.insert(p4, l2_tag(p4, false), v);
+        self.l1_4k.insert(p4, p4, v);
+        self.stats.walk_loads += start as u64 + 1;
+    }
+
+    /// One walk step at level `LV` above the page directory: marks the entry ACCESSED,
+    /// caches it (unless its cache is the root level's, which no walk probes, so it is
+    /// not filled) and returns the next table's id.
+    #[inline(always)]
+    fn walk_above_pd<const LV: usize, P: PmlHook>(
+        &mut self,
+        pt: &PageTable,
+        pml: &mut P,
+        table: u32,
+        va: u64,
+    ) -> u32 {
+        let shift = 12 + 9 * LV as u32;
+        let e = EntryRef {
+            table,
+            index: (va >> shift & 511) as u16,
+        };
+        debug_assert!(pt.is_present(e), "access to unmapped {va:#x}");
+        pml.table_load(table, Level::from_index(LV), va);
+        let huge = pt.walk_load(e);
+        debug_assert!(!huge, "huge leaves exist only at the page directory");
+        let child = pt.child(table, e.index as usize);
+        if LV - 1 < self.probes {
+            let key = va >> shift;
+            self.psc[LV - 1].insert(key, key, child as u64);
+        }
+        child
     }
 }
 
@@ -267,7 +300,10 @@ impl Mmu {
     /// One load or store by `core` at `va` (see [`Core::access`]).
     #[inline(always)]
     pub fn access(&mut self, core: usize, va: u64, write: bool) {
-        self.cores[core].access(&self.pt, self.pml.as_deref_mut(), va, write);
+        match self.pml.as_deref_mut() {
+            Some(p) => self.cores[core].access(&self.pt, p, va, write),
+            None => self.cores[core].access(&self.pt, &mut NoPml, va, write),
+        }
     }
 
     /// The counts of all cores.

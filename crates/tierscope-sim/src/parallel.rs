@@ -16,6 +16,7 @@ use crate::exact::{time_of, Counter, INTERLEAVE};
 use crate::exec::{run_core, Batch};
 use crate::mmu::Core;
 use crate::page_table::PageTable;
+use crate::pml::NoPml;
 use crate::stream::AccessStream;
 use crate::tiers::TierState;
 use crate::truth::TruthRecorder;
@@ -70,7 +71,7 @@ impl Worker {
             let (start, rate) = (s.issued(), s.rate());
             let mut counter = counters.as_deref_mut().map(|c| &mut c[k]);
             let mut i = start;
-            run_core(core, pt, None, s, target, batch, |va, w| {
+            run_core(core, pt, &mut NoPml, s, target, batch, |va, w| {
                 truth.record(va, w);
                 if let Some(t) = tiers {
                     t.record_into(traffic, va, w);

@@ -31,6 +31,37 @@ pub const PML_ENTRIES: usize = 512;
 
 const PAGE_SHIFT: u32 = 12;
 
+/// What address translation reports to PML: the tables each walk loads from and the
+/// stores. The engine's loops are generic over it, so that without PML ([`NoPml`]) they
+/// carry no logging code and no check per access.
+pub trait PmlHook {
+    /// The walker loaded an entry of `table` (at `level`) while translating `va`.
+    fn table_load(&mut self, table: u32, level: Level, va: u64);
+    /// A store to `va`, after its translation.
+    fn data_write(&mut self, va: u64);
+}
+
+/// PML off: nothing is logged.
+pub struct NoPml;
+
+impl PmlHook for NoPml {
+    #[inline(always)]
+    fn table_load(&mut self, _: u32, _: Level, _: u64) {}
+    #[inline(always)]
+    fn data_write(&mut self, _: u64) {}
+}
+
+impl PmlHook for Pml {
+    #[inline(always)]
+    fn table_load(&mut self, table: u32, level: Level, va: u64) {
+        Pml::table_load(self, table, level, va)
+    }
+    #[inline(always)]
+    fn data_write(&mut self, va: u64) {
+        Pml::data_write(self, va)
+    }
+}
+
 /// A bitmap of EPT dirty bits.
 #[derive(Debug, Clone, Default)]
 struct Bits(Vec<u64>);
