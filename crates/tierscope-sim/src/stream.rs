@@ -212,8 +212,16 @@ impl AccessStream {
             let p = &mut self.phases[self.phase].patterns[self.pattern];
             let rng = &mut self.rng;
             let mut store = self.store_next;
-            for _ in 0..n {
-                let va = match p.kind {
+            // Uniform random offsets (masim's random pattern) get a loop of their own: the
+            // pattern's kind and density model are then matched once per batch, not per
+            // access. The draws are the same.
+            if p.kind == PatternKind::Random && p.density.is_uniform() {
+                let (base, size) = (p.base, p.density.size());
+                issue(n, p.mode, &mut store, &mut f, || {
+                    base + RegionDensity::uniform_offset(size, rng)
+                });
+            } else {
+                issue(n, p.mode, &mut store, &mut f, || match p.kind {
                     PatternKind::Random => p.base + p.density.sample(rng),
                     PatternKind::Sequential => {
                         let va = p.base + p.offset;
@@ -223,19 +231,30 @@ impl AccessStream {
                         }
                         va
                     }
-                };
-                let is_store = match p.mode {
-                    AccessMode::Ro => false,
-                    AccessMode::Wo => true,
-                    AccessMode::Rw => {
-                        store = !store;
-                        store
-                    }
-                };
-                f(va, is_store);
+                });
             }
             self.store_next = store;
         }
+    }
+}
+
+/// Issues `n` accesses at the addresses `next_va` gives, loads or stores as `mode` says
+/// (read-write alternates, continuing from `store`), through `f`. One loop per mode.
+#[inline(always)]
+fn issue<F: FnMut(u64, bool)>(
+    n: u64,
+    mode: AccessMode,
+    store: &mut bool,
+    f: &mut F,
+    mut next_va: impl FnMut() -> u64,
+) {
+    match mode {
+        AccessMode::Ro => (0..n).for_each(|_| f(next_va(), false)),
+        AccessMode::Wo => (0..n).for_each(|_| f(next_va(), true)),
+        AccessMode::Rw => (0..n).for_each(|_| {
+            *store = !*store;
+            f(next_va(), *store)
+        }),
     }
 }
 

@@ -84,6 +84,18 @@ impl RegionDensity {
         matches!(self.model, Model::Uniform)
     }
 
+    /// Bytes of the region.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// What [`RegionDensity::sample`] draws for a uniform density over `size` bytes, for
+    /// callers that matched the model once for many draws.
+    #[inline(always)]
+    pub fn uniform_offset(size: u64, rng: &mut Rng) -> u64 {
+        rng.below(size) & !7
+    }
+
     /// Hotspot densities: the run length in pages and the number of hot pages.
     pub fn hotspot_runs(&self) -> Option<(u64, u64)> {
         match &self.model {
@@ -120,7 +132,7 @@ impl RegionDensity {
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> u64 {
         match &self.model {
-            Model::Uniform => rng.below(self.size) & !7,
+            Model::Uniform => Self::uniform_offset(self.size, rng),
             Model::Hotspot(h) => self.in_page(h.hot_page(rng.below(h.hot)), rng),
             Model::Gaussian(g) => g.sample(rng).min(self.size - 1) & !7,
             Model::Zipf(z) => self.in_page(z.sample(rng), rng),
