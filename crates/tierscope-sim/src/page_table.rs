@@ -57,11 +57,12 @@ pub struct PageTable {
     /// Per table: start of its 512 child slots in `children`, or NO_CHILDREN for page tables.
     child_base: Vec<u32>,
     children: Vec<u32>,
-    /// Where [`PageTable::leaf_hint`] may start instead of the root: the page directory
-    /// (level Pmd table) under each GiB from `pd_hint_first` (a GiB number) on, or
-    /// NO_CHILDREN (see [`PageTable::set_hint_span`]).
-    pd_hint_first: u64,
-    pd_hint: Vec<u32>,
+    /// Where [`PageTable::leaf_hint`] finds the leaf table of each 2 MiB from
+    /// `leaf_hint_first` (a 2 MiB block number) on: `table << 1 | 1` when the block is one
+    /// huge leaf of page directory `table`, `table << 1` for its page table, NO_CHILDREN
+    /// when unmapped (see [`PageTable::set_hint_span`]).
+    leaf_hint_first: u64,
+    leaf_hints: Vec<u32>,
 }
 
 /// Index of `va` in a table at `level`.
@@ -78,8 +79,8 @@ impl PageTable {
             words: vec![],
             child_base: vec![],
             children: vec![],
-            pd_hint_first: 0,
-            pd_hint: vec![],
+            leaf_hint_first: 0,
+            leaf_hints: vec![],
         };
         pt.new_table(paging.root());
         pt
@@ -95,7 +96,7 @@ impl PageTable {
 
     /// Bytes used by the table arrays.
     pub fn memory_bytes(&self) -> usize {
-        self.level_of.len() * (8 * 32 + 4 + 1) + self.children.len() * 4
+        self.level_of.len() * (8 * 32 + 4 + 1) + (self.children.len() + self.leaf_hints.len()) * 4
     }
 
     fn new_table(&mut self, level: Level) -> u32 {
@@ -209,17 +210,24 @@ impl PageTable {
         }
     }
 
-    /// Where the leaf bits for `va` would be, found through the child arrays alone (no bit
-    /// checks, no counting): for prefetching.
+    /// Where the leaf bits for `va` are, for prefetching: one load for addresses in the
+    /// hint span, else found through the child arrays alone (no bit checks, no counting).
     #[inline(always)]
     pub fn leaf_hint(&self, va: u64) -> EntryRef {
-        let (mut table, mut shift) = match self
-            .pd_hint
-            .get((va >> 30).wrapping_sub(self.pd_hint_first) as usize)
-        {
-            Some(&pd) if pd != NO_CHILDREN => (pd, Level::Pmd.span_shift()),
-            _ => (0, self.paging.root().span_shift()),
-        };
+        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
+        match self.leaf_hints.get(block) {
+            Some(&h) if h != NO_CHILDREN => EntryRef {
+                table: h >> 1,
+                index: (va >> (12 + 9 * (h & 1)) & 511) as u16,
+            },
+            _ => self.leaf_by_children(va),
+        }
+    }
+
+    /// The leaf entry for `va` through the child arrays from the root: where the walk
+    /// would end, or the entry where the path ends.
+    fn leaf_by_children(&self, va: u64) -> EntryRef {
+        let (mut table, mut shift) = (0, self.paging.root().span_shift());
         while shift > 12 {
             let base = self.child_base[table as usize];
             let child = self.children[base as usize + (va >> shift & 511) as usize];
@@ -235,24 +243,36 @@ impl PageTable {
         }
     }
 
-    /// Lets [`PageTable::leaf_hint`] start at the page directory for addresses in `span`
-    /// (the heap: every access prefetches its leaf, and the levels above the directory
-    /// are a chain of dependent loads and bounds checks). Call it once the mappings are
-    /// made; only maps create directories (splits and collapses change what is below
-    /// one), and a stale hint would only prefetch the wrong line.
+    /// Lets [`PageTable::leaf_hint`] find the leaf table of addresses in `span` (the heap:
+    /// every access prefetches its leaf) with one load from a table of one `u32` per
+    /// 2 MiB, instead of following the child arrays (a chain of dependent loads and bounds
+    /// checks). Call it once the mappings are made; splits and collapses keep it up to
+    /// date (a stale hint would only prefetch the wrong line).
     pub fn set_hint_span(&mut self, span: AddrRange) {
         if span.is_empty() {
             return;
         }
-        self.pd_hint_first = span.start >> 30;
-        self.pd_hint = (span.start >> 30..=(span.end - 1) >> 30)
-            .map(|g| match self.locate(Level::Pud, g << 30) {
-                Some((e, _)) if !self.get(e.table, e.index as usize, Bit::Huge) => {
-                    self.child(e.table, e.index as usize)
-                }
-                _ => NO_CHILDREN,
-            })
+        self.leaf_hint_first = span.start >> 21;
+        self.leaf_hints = (span.start >> 21..=(span.end - 1) >> 21)
+            .map(|b| self.leaf_hint_of(b << 21))
             .collect();
+    }
+
+    /// The hint of the 2 MiB block holding `va` (see `leaf_hints`).
+    fn leaf_hint_of(&self, va: u64) -> u32 {
+        match self.leaf(va) {
+            Some((Level::Pmd, e, _)) => e.table << 1 | 1,
+            Some((Level::Pte, e, _)) => e.table << 1,
+            _ => NO_CHILDREN,
+        }
+    }
+
+    /// Brings the hint of the 2 MiB block holding `va` up to date, if it has one.
+    fn update_leaf_hint(&mut self, va: u64) {
+        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
+        if block < self.leaf_hints.len() {
+            self.leaf_hints[block] = self.leaf_hint_of(va);
+        }
     }
 
     /// Follows the path to `va` down to `level`, as a software walk does. Returns the entry
@@ -392,6 +412,7 @@ impl PageTable {
         self.clear(e.table, i, Bit::Huge);
         let base = self.child_base[e.table as usize] as usize;
         self.children[base + i] = table;
+        self.update_leaf_hint(va);
         true
     }
 
@@ -429,6 +450,7 @@ impl PageTable {
                 self.clear(pmd.table, i, bit);
             }
         }
+        self.update_leaf_hint(va);
         true
     }
 
@@ -528,6 +550,15 @@ mod tests {
             e,
             "the hint follows the split"
         );
+        assert!(pt.collapse_huge(base));
+        let (_, e, _) = pt.leaf(base + 100 * 4096).unwrap();
+        assert_eq!(
+            pt.leaf_hint(base + 100 * 4096),
+            e,
+            "and the collapse"
+        );
+        let (_, e, _) = pt.leaf(base + (3 << 20) + 4096).unwrap();
+        assert_eq!(pt.leaf_hint(base + (3 << 20) + 4096), e, "the other huge page");
     }
 
     #[test]
