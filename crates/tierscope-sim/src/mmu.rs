@@ -183,6 +183,7 @@ impl Core {
     /// `Level::index`): each level's span shift and cache index are constants. Huge leaves
     /// exist only at the page directory (2 MiB pages), so the levels above it always
     /// continue down.
+    #[inline(always)]
     fn walk<P: PmlHook>(&mut self, pt: &PageTable, pml: &mut P, va: u64, write: bool) {
         self.stats.walks += 1;
         // Deepest cached level first: PDE, PDPTE, PML4E (5-level paging only). Cache `k`
