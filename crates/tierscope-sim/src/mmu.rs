@@ -222,7 +222,7 @@ impl Core {
                 self.stats.walk_loads += start as u64;
                 return;
             }
-            let child = pt.child(table, e.index as usize);
+            let child = pt.pmd_child(table, e.index as usize, va);
             let key = va >> 21;
             self.psc[0].insert(key, key, child as u64);
             table = child;
@@ -369,6 +369,9 @@ mod tests {
             AddrRange::new(BASE + (8 << 20), BASE + (16 << 20)),
             PageSize::Huge2M,
         );
+        // Leaf hints (which the walker reads its page-table ids from) over the first
+        // 12 MiB only: walks outside take them from the child arrays.
+        pt.set_hint_span(AddrRange::new(BASE, BASE + (12 << 20)));
         Mmu::new(pt, 1, &tlb, true)
     }
 

@@ -208,6 +208,11 @@ impl PageTable {
             }
             va += step;
         }
+        if !self.leaf_hints.is_empty() {
+            for block in range.start >> 21..range.end.div_ceil(1 << 21) {
+                self.update_leaf_hint(block << 21);
+            }
+        }
     }
 
     /// Where the leaf bits for `va` are, for prefetching: one load for addresses in the
@@ -221,6 +226,24 @@ impl PageTable {
                 index: (va >> (12 + 9 * (h & 1)) & 511) as u16,
             },
             _ => self.leaf_by_children(va),
+        }
+    }
+
+    /// The page table under the page-directory entry `(table, index)` that maps `va`
+    /// (a present entry that is not a huge leaf): the walker's step from the directory.
+    /// For `va` in the hint span it is read from the leaf hints, which hold the same id
+    /// (every change of a directory entry's child, `map`, `split_huge` and
+    /// `collapse_huge`, updates them) and which the prefetch stage has just read for the
+    /// same address, where the child array would be one more load from memory.
+    #[inline(always)]
+    pub fn pmd_child(&self, table: u32, index: usize, va: u64) -> u32 {
+        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
+        match self.leaf_hints.get(block) {
+            Some(&h) => {
+                debug_assert_eq!(h, self.child(table, index) << 1, "stale hint at {va:#x}");
+                h >> 1
+            }
+            None => self.child(table, index),
         }
     }
 
@@ -552,13 +575,56 @@ mod tests {
         );
         assert!(pt.collapse_huge(base));
         let (_, e, _) = pt.leaf(base + 100 * 4096).unwrap();
-        assert_eq!(
-            pt.leaf_hint(base + 100 * 4096),
-            e,
-            "and the collapse"
-        );
+        assert_eq!(pt.leaf_hint(base + 100 * 4096), e, "and the collapse");
         let (_, e, _) = pt.leaf(base + (3 << 20) + 4096).unwrap();
-        assert_eq!(pt.leaf_hint(base + (3 << 20) + 4096), e, "the other huge page");
+        assert_eq!(
+            pt.leaf_hint(base + (3 << 20) + 4096),
+            e,
+            "the other huge page"
+        );
+    }
+
+    proptest::proptest! {
+        /// The walker takes a directory entry's child from the leaf hints in their span
+        /// (`pmd_child`): after any maps, splits and collapses they must equal the child
+        /// arrays, and `leaf_hint` must name the leaf that `leaf` finds.
+        #[test]
+        fn leaf_hints_follow_every_change(ops in proptest::collection::vec((0u8..3, 0u64..16), 1..60)) {
+            let base = 0x7f00_0000_0000u64;
+            let mut pt = PageTable::new(Paging::FourLevel);
+            // 8 MiB of 4 KiB pages and 8 MiB of 2 MiB pages (8 blocks of 2 MiB); the span
+            // also covers 16 MiB mapped only later, a block at a time, of either size.
+            pt.map(AddrRange::new(base, base + (8 << 20)), PageSize::Base4K);
+            pt.map(AddrRange::new(base + (8 << 20), base + (16 << 20)), PageSize::Huge2M);
+            pt.set_hint_span(AddrRange::new(base, base + (32 << 20)));
+            let mut mapped = 8u64;
+            for (op, block) in ops {
+                let va = base + (block << 21) + 4096 * block;
+                match op {
+                    0 => { pt.split_huge(va); }
+                    1 => { pt.collapse_huge(va); }
+                    _ if mapped < 16 => {
+                        let start = base + (mapped << 21);
+                        let page = if block % 2 == 0 { PageSize::Base4K } else { PageSize::Huge2M };
+                        pt.map(AddrRange::new(start, start + (2 << 20)), page);
+                        mapped += 1;
+                    }
+                    _ => {}
+                }
+                for b in 0..mapped {
+                    let va = base + (b << 21) + 4096 * (b % 7);
+                    let (level, leaf, _) = pt.leaf(va).unwrap();
+                    proptest::prop_assert_eq!(pt.leaf_hint(va), leaf);
+                    if level == Level::Pte {
+                        let (pmd, _) = pt.locate(Level::Pmd, va).unwrap();
+                        proptest::prop_assert_eq!(
+                            pt.pmd_child(pmd.table, pmd.index as usize, va),
+                            pt.child(pmd.table, pmd.index as usize)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
