@@ -247,6 +247,16 @@ impl PageTable {
         }
     }
 
+    /// Hints the CPU to load the line of `va`'s leaf hint, for [`PageTable::leaf_hint`]
+    /// some accesses later (see `exec::HINT_LOOKAHEAD`).
+    #[inline(always)]
+    pub fn prefetch_hint(&self, va: u64) {
+        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
+        if let Some(h) = self.leaf_hints.get(block) {
+            crate::prefetch::line(h);
+        }
+    }
+
     /// The leaf entry for `va` through the child arrays from the root: where the walk
     /// would end, or the entry where the path ends.
     fn leaf_by_children(&self, va: u64) -> EntryRef {
