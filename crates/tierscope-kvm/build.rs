@@ -24,9 +24,11 @@ fn main() {
         println!("cargo:rustc-cfg=kvm_host");
     }
     // The program tests build C programs with Debian's musl-gcc (`make musl`); where it
-    // is missing they are reported as ignored. Checked again when it appears.
+    // is missing they are reported as ignored. Checked again when it appears: watched
+    // through /usr/bin, whose modification time changes when a package adds a file there
+    // (the file itself keeps its package's old time, so cargo would not see it appear).
     println!("cargo::rustc-check-cfg=cfg(musl_gcc)");
-    println!("cargo:rerun-if-changed=/usr/bin/musl-gcc");
+    println!("cargo:rerun-if-changed=/usr/bin");
     let musl = Command::new("musl-gcc").arg("--version").output();
     if musl.is_ok_and(|o| o.status.success()) {
         println!("cargo:rustc-cfg=musl_gcc");
