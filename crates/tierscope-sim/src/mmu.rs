@@ -361,17 +361,35 @@ mod tests {
 
     const BASE: u64 = 0x7f00_0000_0000;
 
+    /// Test page `page` (0..4096): pages 0..2048 are 4 KiB pages, 2 MiB of them at the
+    /// start of each of four GiB (so walks go through several PDPTEs, more than a small
+    /// PDPTE cache holds); pages 2048.. are the 8 MiB of 2 MiB pages at the fifth GiB.
+    fn page_va(page: u64) -> u64 {
+        if page < 2048 {
+            BASE + ((page / 512) << 30) + (page % 512) * 4096
+        } else {
+            BASE + (4 << 30) + (page - 2048) * 4096
+        }
+    }
+
     fn mmu(tlb: TlbConfig) -> Mmu {
-        let mut pt = PageTable::new(Paging::FourLevel);
-        // 8 MiB of 4 KiB pages then 8 MiB of 2 MiB pages.
-        pt.map(AddrRange::new(BASE, BASE + (8 << 20)), PageSize::Base4K);
+        mmu_with(tlb, Paging::FourLevel)
+    }
+
+    fn mmu_with(tlb: TlbConfig, paging: Paging) -> Mmu {
+        let mut pt = PageTable::new(paging);
+        // The pages of `page_va`: 4 x 2 MiB of 4 KiB pages, then 8 MiB of 2 MiB pages.
+        for g in 0..4u64 {
+            let start = BASE + (g << 30);
+            pt.map(AddrRange::new(start, start + (2 << 20)), PageSize::Base4K);
+        }
         pt.map(
-            AddrRange::new(BASE + (8 << 20), BASE + (16 << 20)),
+            AddrRange::new(BASE + (4 << 30), BASE + (4 << 30) + (8 << 20)),
             PageSize::Huge2M,
         );
-        // Leaf hints (which the walker reads its page-table ids from) over the first
-        // 12 MiB only: walks outside take them from the child arrays.
-        pt.set_hint_span(AddrRange::new(BASE, BASE + (12 << 20)));
+        // Leaf hints (which the walker reads its page-table ids from) over the first two
+        // GiB only: walks elsewhere take them from the child arrays.
+        pt.set_hint_span(AddrRange::new(BASE, BASE + (2 << 30)));
         Mmu::new(pt, 1, &tlb, true)
     }
 
@@ -379,7 +397,7 @@ mod tests {
     fn path(pt: &PageTable, va: u64) -> Vec<EntryRef> {
         let (leaf, _, _) = pt.leaf(va).unwrap();
         let mut out = vec![];
-        let mut l = Level::Pml4;
+        let mut l = pt.paging().root();
         loop {
             out.push(pt.locate(l, va).unwrap().0);
             if l == leaf {
@@ -445,6 +463,8 @@ mod tests {
         l1_2m: Lru,
         l2: Lru,
         psc: [Lru; 4],
+        /// The root level (PML4 with 4-level paging, PML5 with 5-level).
+        root: Level,
         stats: MachineStats,
     }
 
@@ -492,7 +512,7 @@ mod tests {
     }
 
     fn leaf_level(va: u64) -> Level {
-        if va < BASE + (8 << 20) {
+        if va < BASE + (4 << 30) {
             Level::Pte
         } else {
             Level::Pmd
@@ -500,7 +520,7 @@ mod tests {
     }
 
     impl Naive {
-        fn new(t: &TlbConfig) -> Self {
+        fn new(t: &TlbConfig, root: Level) -> Self {
             let mut n = Naive {
                 a: HashMap::new(),
                 d: HashMap::new(),
@@ -513,12 +533,13 @@ mod tests {
                     Lru::new(t.pml4_cache),
                     Lru::new(t.pml5_cache),
                 ],
+                root,
                 stats: MachineStats::default(),
             };
             for page in 0..4096u64 {
-                let va = BASE + page * 4096;
+                let va = page_va(page);
                 let leaf = leaf_level(va);
-                let mut l = Level::Pml4;
+                let mut l = root;
                 loop {
                     n.a.insert((l, va >> l.span_shift()), false);
                     if l == leaf {
@@ -571,10 +592,15 @@ mod tests {
                 }
                 return;
             }
-            let mut level = Level::Pml4;
+            // The caches of the levels below the root, deepest first (the root level's
+            // is never probed).
+            let mut level = self.root;
             for cached in [Level::Pmd, Level::Pud, Level::Pml4] {
                 let k = va >> cached.span_shift();
-                if cached > leaf && self.psc[cached.index() - 1].hit(k, k).is_some() {
+                if cached > leaf
+                    && cached < self.root
+                    && self.psc[cached.index() - 1].hit(k, k).is_some()
+                {
                     level = cached.down().unwrap();
                     break;
                 }
@@ -628,12 +654,13 @@ mod tests {
 
     fn check_against_oracle(
         tlb: TlbConfig,
+        paging: Paging,
         ops: Vec<(u16, bool, u8)>,
     ) -> Result<(), TestCaseError> {
-        let mut m = mmu(tlb);
-        let mut n = Naive::new(&tlb);
+        let mut m = mmu_with(tlb, paging);
+        let mut n = Naive::new(&tlb, paging.root());
         for (page, write, op) in ops {
-            let va = BASE + (page as u64 % 4096) * 4096;
+            let va = page_va(page as u64 % 4096);
             match op % 8 {
                 0 => {
                     // A monitor clears one entry on the path.
@@ -667,7 +694,13 @@ mod tests {
     proptest! {
         #[test]
         fn walker_matches_naive_oracle(ops in proptest::collection::vec((0u16..4096, any::<bool>(), 0u8..8), 1..300)) {
-            check_against_oracle(TlbConfig::default(), ops)?;
+            check_against_oracle(TlbConfig::default(), Paging::FourLevel, ops)?;
+        }
+
+        #[test]
+        fn walker_matches_naive_oracle_five_level(ops in proptest::collection::vec((0u16..4096, any::<bool>(), 0u8..8), 1..300)) {
+            // The walk from PML5, and the PML4E cache probed and filled.
+            check_against_oracle(TlbConfig::default(), Paging::FiveLevel, ops)?;
         }
 
         #[test]
@@ -677,7 +710,7 @@ mod tests {
                 pml5_cache: CacheGeometry::new(1, 1), pml4_cache: CacheGeometry::new(1, 1),
                 pdpte_cache: CacheGeometry::new(2, 1), pde_cache: CacheGeometry::new(2, 2),
             };
-            check_against_oracle(tlb, ops)?;
+            check_against_oracle(tlb, Paging::FourLevel, ops)?;
         }
 
         #[test]
