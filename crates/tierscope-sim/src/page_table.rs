@@ -60,7 +60,9 @@ pub struct PageTable {
     /// Where [`PageTable::leaf_hint`] finds the leaf table of each 2 MiB from
     /// `leaf_hint_first` (a 2 MiB block number) on: `table << 1 | 1` when the block is one
     /// huge leaf of page directory `table`, `table << 1` for its page table, NO_CHILDREN
-    /// when unmapped (see [`PageTable::set_hint_span`]).
+    /// when unmapped (see [`PageTable::set_hint_span`]). The walker reads page-table ids
+    /// from them (`pmd_child`), so they must always equal the child arrays: every change
+    /// of a directory entry's child updates them.
     leaf_hint_first: u64,
     leaf_hints: Vec<u32>,
 }
@@ -219,8 +221,7 @@ impl PageTable {
     /// hint span, else found through the child arrays alone (no bit checks, no counting).
     #[inline(always)]
     pub fn leaf_hint(&self, va: u64) -> EntryRef {
-        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
-        match self.leaf_hints.get(block) {
+        match self.leaf_hints.get(self.hint_block(va)) {
             Some(&h) if h != NO_CHILDREN => EntryRef {
                 table: h >> 1,
                 index: (va >> (12 + 9 * (h & 1)) & 511) as u16,
@@ -237,8 +238,7 @@ impl PageTable {
     /// same address, where the child array would be one more load from memory.
     #[inline(always)]
     pub fn pmd_child(&self, table: u32, index: usize, va: u64) -> u32 {
-        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
-        match self.leaf_hints.get(block) {
+        match self.leaf_hints.get(self.hint_block(va)) {
             Some(&h) => {
                 debug_assert_eq!(h, self.child(table, index) << 1, "stale hint at {va:#x}");
                 h >> 1
@@ -251,8 +251,7 @@ impl PageTable {
     /// some accesses later (see `exec::HINT_LOOKAHEAD`).
     #[inline(always)]
     pub fn prefetch_hint(&self, va: u64) {
-        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
-        if let Some(h) = self.leaf_hints.get(block) {
+        if let Some(h) = self.leaf_hints.get(self.hint_block(va)) {
             crate::prefetch::line(h);
         }
     }
@@ -279,8 +278,8 @@ impl PageTable {
     /// Lets [`PageTable::leaf_hint`] find the leaf table of addresses in `span` (the heap:
     /// every access prefetches its leaf) with one load from a table of one `u32` per
     /// 2 MiB, instead of following the child arrays (a chain of dependent loads and bounds
-    /// checks). Call it once the mappings are made; splits and collapses keep it up to
-    /// date (a stale hint would only prefetch the wrong line).
+    /// checks). Later maps, splits and collapses keep the hints exact, as the walker
+    /// relies on them (`pmd_child`).
     pub fn set_hint_span(&mut self, span: AddrRange) {
         if span.is_empty() {
             return;
@@ -289,6 +288,13 @@ impl PageTable {
         self.leaf_hints = (span.start >> 21..=(span.end - 1) >> 21)
             .map(|b| self.leaf_hint_of(b << 21))
             .collect();
+    }
+
+    /// The index in `leaf_hints` of the 2 MiB block holding `va` (past the end, wrapped
+    /// or not, when `va` is outside the span).
+    #[inline(always)]
+    fn hint_block(&self, va: u64) -> usize {
+        (va >> 21).wrapping_sub(self.leaf_hint_first) as usize
     }
 
     /// The hint of the 2 MiB block holding `va` (see `leaf_hints`).
@@ -302,7 +308,7 @@ impl PageTable {
 
     /// Brings the hint of the 2 MiB block holding `va` up to date, if it has one.
     fn update_leaf_hint(&mut self, va: u64) {
-        let block = (va >> 21).wrapping_sub(self.leaf_hint_first) as usize;
+        let block = self.hint_block(va);
         if block < self.leaf_hints.len() {
             self.leaf_hints[block] = self.leaf_hint_of(va);
         }
