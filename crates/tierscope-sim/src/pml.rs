@@ -52,13 +52,32 @@ impl PmlHook for NoPml {
 }
 
 impl PmlHook for Pml {
+    /// Logs the table's page on its EPT dirty bit's 0 -> 1, for tables at or below the
+    /// logged levels.
     #[inline(always)]
     fn table_load(&mut self, table: u32, level: Level, va: u64) {
-        Pml::table_load(self, table, level, va)
+        if level > self.top_logged || !self.table_dirty.set(table as usize) {
+            return;
+        }
+        let t = table as usize;
+        if t >= self.table_span.len() {
+            self.table_span.resize(t + 1, 0);
+            self.table_shift.resize(t + 1, 0);
+        }
+        let shift = level.span_shift() + 9;
+        self.table_span[t] = va >> shift << shift;
+        self.table_shift[t] = shift as u8;
+        self.append(self.table_base + ((table as u64) << PAGE_SHIFT));
     }
+
+    /// A store by the guest to `va` (in the heap): logs its page on its EPT dirty bit's
+    /// 0 -> 1.
     #[inline(always)]
     fn data_write(&mut self, va: u64) {
-        Pml::data_write(self, va)
+        let gpa = (va - self.heap.start) & !((1 << PAGE_SHIFT) - 1);
+        if self.data_dirty.set((gpa >> PAGE_SHIFT) as usize) {
+            self.append(gpa);
+        }
     }
 }
 
@@ -163,32 +182,6 @@ impl Pml {
             }
         }
         self.len = 0;
-    }
-
-    /// A store by the guest to `va` (in the heap).
-    #[inline(always)]
-    pub fn data_write(&mut self, va: u64) {
-        let gpa = (va - self.heap.start) & !((1 << PAGE_SHIFT) - 1);
-        if self.data_dirty.set((gpa >> PAGE_SHIFT) as usize) {
-            self.append(gpa);
-        }
-    }
-
-    /// The walker loaded an entry of `table` (at `level`) while translating `va`.
-    #[inline(always)]
-    pub fn table_load(&mut self, table: u32, level: Level, va: u64) {
-        if level > self.top_logged || !self.table_dirty.set(table as usize) {
-            return;
-        }
-        let t = table as usize;
-        if t >= self.table_span.len() {
-            self.table_span.resize(t + 1, 0);
-            self.table_shift.resize(t + 1, 0);
-        }
-        let shift = level.span_shift() + 9;
-        self.table_span[t] = va >> shift << shift;
-        self.table_shift[t] = shift as u8;
-        self.append(self.table_base + ((table as u64) << PAGE_SHIFT));
     }
 
     /// VM exits taken because the log was full, since the last call.
