@@ -30,9 +30,9 @@ def build(name: str, out: Path) -> Path:
     return exe
 
 
-def wall(cmd: list[str]) -> tuple[float, str]:
+def wall(cmd: list[str], cwd: Path) -> tuple[float, str]:
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=cwd)
     return time.perf_counter() - t0, r.stdout
 
 
@@ -55,9 +55,10 @@ def main() -> int:
         data.write_bytes(bytes(range(256)) * (args.md5_mib * 4096))
         cases = [
             ("raytrace 3200x2400 (CPU-bound)", [str(ray), "3200", "2400"]),
-            ("md5, 4 KiB reads (syscall-heavy)", [str(md5), str(data), "4096"]),
-            ("md5, 64 KiB reads", [str(md5), str(data), "65536"]),
-            ("md5, 1 MiB reads", [str(md5), str(data), "1048576"]),
+            # Relative: the program's working directory (all it can reach) is `tmp`.
+            ("md5, 4 KiB reads (syscall-heavy)", [str(md5), data.name, "4096"]),
+            ("md5, 64 KiB reads", [str(md5), data.name, "65536"]),
+            ("md5, 1 MiB reads", [str(md5), data.name, "1048576"]),
             ("getpid x 100,000 (one call's round trip)", [str(loop), "100000"]),
         ]
         print(
@@ -68,8 +69,8 @@ def main() -> int:
         for name, cmd in cases:
             native, guest, ratios = [], [], []
             for _ in range(args.runs):
-                a, out_a = wall(cmd)
-                b, out_b = wall([vm, *cmd])
+                a, out_a = wall(cmd, tmp)
+                b, out_b = wall([vm, *cmd], tmp)
                 if out_a != out_b:
                     print(f"{name}: outputs differ: {out_a!r} vs {out_b!r}", file=sys.stderr)
                     return 1

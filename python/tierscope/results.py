@@ -138,6 +138,9 @@ class MonitorResult:
     #: How a real program ended (exit status, time, system calls); None for synthetic
     #: workloads.
     program: str | None = None
+    #: The real program's exit status (8 bits); None when it was stopped at the run's end
+    #: or for synthetic workloads.
+    program_status: int | None = None
 
     @property
     def nr_windows(self) -> int:
@@ -163,6 +166,7 @@ class MonitorResult:
         out["monitor_cpu_ns"] = self.monitor_cpu_ns
         if self.program is not None:
             out["program"] = self.program
+            out["program_status"] = self.program_status
         out["windows"] = self.window_records()
         return out
 
@@ -239,6 +243,7 @@ _NOT_SUMMARY = (
     "impact",
     "monitor_cpu_ns",
     "program",
+    "program_status",
     "windows",
 )
 
@@ -287,6 +292,7 @@ class RunResult:
                 snapshots=Snapshots(**_arrays(m["snapshots"], SNAPSHOT_DTYPES)),
                 truth=Truth(**_arrays(m["truth"], TRUTH_DTYPES), block_size=raw["block_size"]),
                 program=m.get("program"),
+                program_status=m.get("program_status"),
             )
         policies = {}
         raw_policies = raw.get("policies") or []
@@ -334,6 +340,7 @@ class RunResult:
                 snapshots=Snapshots(**pick("snapshots", SNAPSHOT_DTYPES)),
                 truth=Truth(**pick("truth", TRUTH_DTYPES), block_size=block_size),
                 program=m.get("program"),
+                program_status=m.get("program_status"),
             )
         policies = {}
         for name, p in (metrics.get("policies") or {}).items():

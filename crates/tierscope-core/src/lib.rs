@@ -19,7 +19,7 @@ pub use cost::{CostCounters, CostModel};
 pub use error::FieldError;
 pub use machine::{
     BlockIntervals, Capabilities, Capability, Engine, Flush, Machine, MachineStats, Monitor, Pmu,
-    PmuEvent, PmuSample, WriteLog,
+    PmuEvent, PmuSample, ProgramEnd, WriteLog,
 };
 pub use placement::Placement;
 pub use snapshot::{Intervals, RegionReport, Snapshot};

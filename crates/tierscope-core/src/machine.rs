@@ -300,9 +300,19 @@ pub trait Engine: Machine + Send {
         false
     }
 
-    /// At the end of a run: a line on how a real program ended (`Ok(None)` for a
-    /// simulated workload), or the reason the run failed (the program faulted).
-    fn end_report(&mut self) -> Result<Option<String>, String> {
+    /// At the end of a run: how a real program ended (`Ok(None)` for a simulated
+    /// workload), or the reason the run failed (the program faulted).
+    fn end_report(&mut self) -> Result<Option<ProgramEnd>, String> {
         Ok(None)
     }
+}
+
+/// How a real program ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramEnd {
+    /// One line: exit status, time, system calls.
+    pub line: String,
+    /// Its exit status (8 bits, as a parent sees it under Linux); `None` when the run's
+    /// time was up first and it was stopped.
+    pub status: Option<i32>,
 }

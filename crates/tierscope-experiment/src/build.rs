@@ -6,7 +6,7 @@ use crate::config::{EngineKind, Experiment};
 use crate::run::RunError;
 use tierscope_core::rng::Rng;
 use tierscope_core::{Capabilities, Capability, Engine, Monitor};
-use tierscope_kvm::program::{ProgramEngine, ProgramParams};
+use tierscope_kvm::program::{Input, ProgramEngine, ProgramParams};
 use tierscope_kvm::{KvmEngine, KvmError, KvmParams};
 use tierscope_monitors::Truth;
 use tierscope_sim::{SimEngine, WorkloadParams};
@@ -97,6 +97,15 @@ pub fn engine(
             p.seed = exp.seed;
             p.block_size = exp.block_size;
             p.dirty_ring = exp.machine.kvm_options().dirty_ring;
+            p.workdir = prog.workdir.clone();
+            p.inputs = prog
+                .inputs
+                .iter()
+                .map(|i| Input {
+                    name: i.name.clone(),
+                    host: i.file.clone(),
+                })
+                .collect();
             Ok(Box::new(ProgramEngine::new(&p).map_err(kvm_error)?))
         }
         EngineKind::Kvm => {

@@ -72,6 +72,9 @@ pub struct MonitorRun {
     pub monitor_cpu_ns: u64,
     /// How the real program ended (exit status, time, system calls), on a program run.
     pub program: Option<String>,
+    /// The real program's exit status; `None` when it was stopped (or on a synthetic
+    /// workload).
+    pub program_status: Option<i32>,
 }
 
 /// A whole experiment's outcome.

@@ -196,6 +196,8 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
     // A real program ends when it exits: its run lasts that long.
     let duration_ns = exp.duration_ns.min(engine.as_machine().now().max(1));
     let program = engine.end_report().map_err(RunError::Engine)?;
+    let program_status = program.as_ref().and_then(|p| p.status);
+    let program = program.map(|p| p.line);
 
     let block_shift = exp.block_size.trailing_zeros();
     let windows = evaluate::windows(
@@ -231,6 +233,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
             impact: Default::default(),
             monitor_cpu_ns,
             program,
+            program_status,
         },
         heap,
         mappings,

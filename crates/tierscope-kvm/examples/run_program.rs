@@ -1,5 +1,6 @@
 //! Runs a static program in the micro-VM and prints what it did (stdout and stderr pass
 //! through): `cargo run --release -p tierscope-kvm --example run_program -- PROG [ARGS...]`.
+//! The program's working directory (its `/`, all it can reach) is the current directory.
 
 use std::time::Duration;
 use tierscope_kvm::program::{syscall_name, ProgramEngine, ProgramParams};
@@ -10,7 +11,9 @@ fn main() {
         eprintln!("usage: run_program PROG [ARGS...]");
         std::process::exit(2);
     };
-    let mut e = match ProgramEngine::new(&ProgramParams::new(path, args.clone())) {
+    let mut p = ProgramParams::new(path, args.clone());
+    p.workdir = std::env::current_dir().ok();
+    let mut e = match ProgramEngine::new(&p) {
         Ok(e) => e,
         Err(err) => {
             eprintln!("run_program: {err}");

@@ -120,8 +120,12 @@ impl Mmap {
 
     /// Copies `data` to `off` (before the guest runs).
     pub fn write_bytes(&self, off: u64, data: &[u8]) {
-        assert!(off as usize + data.len() <= self.len);
-        // SAFETY: in bounds (checked above); the destination is guest memory that no vCPU
+        let end = (off as usize).checked_add(data.len());
+        assert!(
+            end.is_some_and(|e| e <= self.len),
+            "write past guest memory"
+        );
+        // SAFETY: in bounds (checked above, without wrapping); the destination is guest memory that no vCPU
         // is running on yet, and `data` cannot overlap a fresh anonymous mapping.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(off as usize), data.len())

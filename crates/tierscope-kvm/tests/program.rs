@@ -29,12 +29,29 @@ fn tmp(tag: &str) -> PathBuf {
     d
 }
 
-fn run(path: &Path, args: &[&str]) -> ProgramEngine {
+/// Runs `path` with `args` in `workdir` (a fresh temporary directory when `None`) until it
+/// ends.
+fn run_in(path: &Path, args: &[&str], workdir: Option<&Path>) -> ProgramEngine {
     let mut argv = vec![path.display().to_string()];
     argv.extend(args.iter().map(|s| s.to_string()));
-    let mut e = ProgramEngine::new(&ProgramParams::new(path, argv)).unwrap();
+    let mut p = ProgramParams::new(path, argv);
+    p.workdir = workdir.map(Path::to_path_buf);
+    let mut e = ProgramEngine::new(&p).unwrap();
     assert!(e.wait(Duration::from_secs(60)), "the program did not end");
     e
+}
+
+fn run(path: &Path, args: &[&str]) -> ProgramEngine {
+    run_in(path, args, None)
+}
+
+/// The host process's open descriptors on files under `dir` (other tests run beside).
+fn open_fds_under(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .count()
 }
 
 #[test]
@@ -52,7 +69,8 @@ fn a_program_writes_the_same_file_as_natively_and_its_writes_are_logged() {
         .output()
         .unwrap();
     assert!(st.status.success());
-    let mut e = run(&exe, &["--out", guest.to_str().unwrap()]);
+    // The program writes into its working directory (its `/`).
+    let mut e = run_in(&exe, &["--out", "/guest.txt"], Some(&dir));
     assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
     assert_eq!(
         std::fs::read(&guest).unwrap(),
@@ -80,7 +98,7 @@ fn a_program_writes_the_same_file_as_natively_and_its_writes_are_logged() {
     // The truth saw the same writes (its own copy of the log).
     let truth = e.take_truth();
     assert!(!truth.is_empty());
-    let report = e.end_report().unwrap().unwrap();
+    let report = e.end_report().unwrap().unwrap().line;
     assert!(report.contains("exited with status 0"), "{report}");
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -101,13 +119,13 @@ fn bad_pointers_and_unknown_calls_fail_the_call_not_the_host() {
     let c = e.report().syscalls;
     assert_eq!(c.efaults, 1);
     assert_eq!(c.first_efault, Some((1, 0x1000, 16)));
-    let line = e.end_report().unwrap().unwrap();
+    let line = e.end_report().unwrap().unwrap().line;
     assert!(line.contains("EFAULT") && !line.contains('\n'), "{line}");
 
     let mut e = run(&exe, &["enosys"]);
     assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
     assert_eq!(e.report().syscalls.unsupported.get(&999), Some(&1));
-    let line = e.end_report().unwrap().unwrap();
+    let line = e.end_report().unwrap().unwrap().line;
     assert!(line.contains("unsupported (ENOSYS): 999 x1"), "{line}");
 
     let mut e = run(&exe, &["segv"]);
@@ -179,5 +197,78 @@ fn the_dirty_ring_and_the_dirty_bitmap_log_the_same_pages() {
     }
     assert!(logs[0].len() >= 2048, "{} pages", logs[0].len());
     assert_eq!(logs[0], logs[1], "ring vs bitmap");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
+fn a_program_reaches_nothing_outside_its_working_directory() {
+    let dir = tmp("escape");
+    let exe = build("escape", &dir);
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, work.join("link-abs")).unwrap();
+    std::os::unix::fs::symlink("../victim", work.join("link-rel")).unwrap();
+    let mut e = run_in(&exe, &[], Some(&work));
+    // The program checks each attempt itself: status 0 means every one was refused.
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    assert!(!Path::new("/etc/tierscope-escape").exists());
+    assert_eq!(std::fs::read(work.join("made-here")).unwrap(), b"ok\n");
+    let line = e.end_report().unwrap().unwrap().line;
+    assert!(line.contains("exited with status 0"), "{line}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
+fn the_host_cleans_up_after_a_program_and_reports_its_status_as_linux_does() {
+    let dir = tmp("cleanup");
+    let exe = build("misbehave", &dir);
+    // Descriptors the program left open are closed when its engine goes.
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let e = run_in(&exe, &["leak"], Some(&work));
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    // Its 20 files and the working directory itself are open while the engine lives.
+    assert_eq!(open_fds_under(&work), 21);
+    drop(e);
+    assert_eq!(open_fds_under(&work), 0, "descriptors left open");
+    // O_NONBLOCK set by the program on the caller's stdout is undone.
+    // SAFETY: F_GETFL on stdout.
+    let flags = || unsafe { libc::fcntl(1, libc::F_GETFL) };
+    let was = flags();
+    let e = run(&exe, &["nonblock"]);
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(0)));
+    drop(e);
+    assert_eq!(flags(), was);
+    // exit(1000) is status 232, as a parent sees it under Linux.
+    let e = run(&exe, &["exit", "1000"]);
+    assert_eq!(e.report().outcome, Some(Outcome::Exited(232)));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
+fn a_syscall_built_at_run_time_is_reported_as_such() {
+    let dir = tmp("jit");
+    let exe = build("misbehave", &dir);
+    let mut e = run(&exe, &["jit"]);
+    let err = e.end_report().unwrap_err();
+    assert!(
+        err.contains("a `syscall` instruction at 0x") && err.contains("the loader did not find"),
+        "{err}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

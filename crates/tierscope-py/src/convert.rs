@@ -159,6 +159,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "impact": m.impact,
             "monitor_cpu_ns": m.monitor_cpu_ns,
             "program": m.program,
+            "program_status": m.program_status,
         })).collect::<Vec<_>>(),
         "policies": r.policies,
     });

@@ -362,4 +362,20 @@ def main(args: argparse.Namespace) -> int:
             print()
             print(policies)
         print(f"outputs in {args.out}", file=sys.stderr)
-    return 0
+    return program_failed(result)
+
+
+def program_failed(result: RunResult) -> int:
+    """1 with one line on stderr when a real program exited with a non-zero status (its
+    measurements were written all the same), else 0."""
+    failed = [m for m in result.monitors.values() if m.program_status not in (None, 0)]
+    if not failed:
+        return 0
+    m = failed[0]
+    print(
+        f"tierscope: the program failed: exit status {m.program_status} (monitor {m.name}"
+        + (f" and {len(failed) - 1} more" if len(failed) > 1 else "")
+        + ")",
+        file=sys.stderr,
+    )
+    return 1

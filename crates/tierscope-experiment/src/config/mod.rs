@@ -46,6 +46,12 @@ struct WorkloadFile {
     env: Option<Vec<String>>,
     /// The program's memory window (image, heap, mmaps, stack); default 1 GiB.
     memory: Option<Size>,
+    /// The program's working directory, its `/` (relative to this file's folder); default
+    /// a fresh temporary directory removed after the run.
+    workdir: Option<PathBuf>,
+    /// Files the program may read: a path relative to this file's folder (the program
+    /// sees it at that path), or `{ file = "...", name = "..." }`.
+    inputs: Option<Vec<InputFile>>,
     /// Memory accesses per application operation (set by `kv`; throughput in operations
     /// per second divides by it).
     accesses_per_op: Option<f64>,
@@ -144,6 +150,33 @@ pub struct TraceWorkload {
     pub trace: std::sync::Arc<tierscope_core::workload::trace::Trace>,
 }
 
+/// An entry of `[workload] inputs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum InputFile {
+    /// A path relative to the experiment's folder, seen by the program at that path.
+    Path(String),
+    /// A host file (relative to the experiment's folder, or absolute) and the path the
+    /// program names it by.
+    Named(NamedInput),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedInput {
+    file: PathBuf,
+    name: String,
+}
+
+/// A file a program may read (docs/PROGRAMS.md, confinement).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgramInput {
+    /// The host file, resolved against the experiment file's folder.
+    pub file: PathBuf,
+    /// The path the program opens it by, relative to its root.
+    pub name: String,
+}
+
 /// A real program an experiment runs on the kvm engine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Program {
@@ -153,6 +186,9 @@ pub struct Program {
     pub args: Vec<String>,
     pub env: Vec<String>,
     pub memory: u64,
+    /// The working directory (resolved), or `None` for a fresh temporary one.
+    pub workdir: Option<PathBuf>,
+    pub inputs: Vec<ProgramInput>,
 }
 
 /// Without a `duration`, a program runs until it exits or for this long.
@@ -195,6 +231,8 @@ impl Experiment {
                 }).collect::<Vec<_>>(),
                 "env": p.env,
                 "memory": Size(p.memory),
+                "workdir": p.workdir,
+                "inputs": p.inputs,
             }),
             None => match &self.workload.trace {
                 Some(t) => serde_json::json!({ "trace": t }),
@@ -508,15 +546,14 @@ fn program(
     engine: EngineKind,
 ) -> Result<Option<Program>, FieldError> {
     let Some(argv) = &w.program else {
-        if w.env.is_some() || w.memory.is_some() {
-            return Err(FieldError::new(
-                if w.env.is_some() {
-                    "workload.env"
-                } else {
-                    "workload.memory"
-                },
-                "only with `program = [...]`",
-            ));
+        let given = [
+            ("workload.env", w.env.is_some()),
+            ("workload.memory", w.memory.is_some()),
+            ("workload.workdir", w.workdir.is_some()),
+            ("workload.inputs", w.inputs.is_some()),
+        ];
+        if let Some((field, _)) = given.iter().find(|(_, set)| *set) {
+            return Err(FieldError::new(*field, "only with `program = [...]`"));
         }
         return Ok(None);
     };
@@ -558,12 +595,70 @@ fn program(
             format!("expected NAME=value, got `{bad}`"),
         ));
     }
+    let workdir = match &w.workdir {
+        None => None,
+        Some(d) => {
+            let d = base_dir.join(d);
+            if !d.is_dir() {
+                return Err(FieldError::new(
+                    "workload.workdir",
+                    format!("{} is not a directory", d.display()),
+                ));
+            }
+            Some(d)
+        }
+    };
+    let inputs = w
+        .inputs
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, input)| program_input(input, base_dir).map_err(|e| e.under(&format!("[{i}]"))))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.under("workload.inputs"))?;
     Ok(Some(Program {
         path,
         args: argv.clone(),
         env,
         memory,
+        workdir,
+        inputs,
     }))
+}
+
+/// One entry of `inputs`: an existing file, named by a path that stays inside the
+/// program's root.
+fn program_input(input: &InputFile, base_dir: &Path) -> Result<ProgramInput, FieldError> {
+    let (file, name) = match input {
+        InputFile::Path(p) => {
+            let outside = Path::new(p).is_absolute()
+                || Path::new(p).components().any(|c| c.as_os_str() == "..");
+            if outside {
+                return Err(FieldError::new(
+                    "",
+                    format!(
+                        "`{p}`: a path inside this file's folder (for another file, write \
+                         {{ file = \"{p}\", name = \"NAME\" }})"
+                    ),
+                ));
+            }
+            (base_dir.join(p), p.clone())
+        }
+        InputFile::Named(n) => (base_dir.join(&n.file), n.name.clone()),
+    };
+    let names_nothing = name
+        .split('/')
+        .all(|c| c.is_empty() || c == "." || c == "..");
+    if names_nothing || name.contains('\0') {
+        return Err(FieldError::new("name", format!("`{name}` names no file")));
+    }
+    if !file.is_file() {
+        return Err(FieldError::new(
+            "",
+            format!("{} is not a file", file.display()),
+        ));
+    }
+    Ok(ProgramInput { file, name })
 }
 
 /// The `trace` of `[workload]`, read: engine exact, a readable trace file.

@@ -30,6 +30,10 @@ pub struct Image {
     pub functions: Vec<std::ops::Range<u64>>,
 }
 
+/// The end of user space under 4-level paging (Linux's TASK_SIZE): every segment must lie
+/// below it, so no address computed from one can wrap.
+pub const USER_END: u64 = 0x7fff_ffff_f000;
+
 const PT_LOAD: u32 = 1;
 const PT_INTERP: u32 = 3;
 const PT_PHDR: u32 = 6;
@@ -75,6 +79,10 @@ pub fn parse(file: &[u8], pie_base: u64) -> Result<Image, String> {
         }
     };
     let entry = u64_at(file, 24).ok_or_else(short)?;
+    let entry = entry
+        .checked_add(bias)
+        .filter(|&e| e < USER_END)
+        .ok_or_else(|| format!("entry point {entry:#x} lies outside user space"))?;
     let phoff = u64_at(file, 32).ok_or_else(short)? as usize;
     let shoff = u64_at(file, 40).ok_or_else(short)? as usize;
     let phent = usize::from(u16_at(file, 54).ok_or_else(short)?);
@@ -87,7 +95,10 @@ pub fn parse(file: &[u8], pie_base: u64) -> Result<Image, String> {
     let mut segments = vec![];
     let mut phdr = None;
     for i in 0..phnum {
-        let h = phoff + i * phent;
+        let h = i
+            .checked_mul(phent)
+            .and_then(|o| o.checked_add(phoff))
+            .ok_or_else(short)?;
         let p_type = u32_at(file, h).ok_or_else(short)?;
         let flags = u32_at(file, h + 4).ok_or_else(short)?;
         let offset = u64_at(file, h + 8).ok_or_else(short)? as usize;
@@ -102,7 +113,7 @@ pub fn parse(file: &[u8], pie_base: u64) -> Result<Image, String> {
                         .into(),
                 )
             }
-            PT_PHDR => phdr = Some(vaddr + bias),
+            PT_PHDR => phdr = vaddr.checked_add(bias),
             PT_LOAD => {
                 let end = offset.checked_add(filesz).filter(|&e| e <= file.len());
                 let Some(end) = end else {
@@ -111,8 +122,18 @@ pub fn parse(file: &[u8], pie_base: u64) -> Result<Image, String> {
                 if (filesz as u64) > memsz {
                     return Err(format!("segment {i}: file size above memory size"));
                 }
+                let at = vaddr.checked_add(bias);
+                if at
+                    .and_then(|a| a.checked_add(memsz))
+                    .is_none_or(|e| e > USER_END)
+                {
+                    return Err(format!(
+                        "segment {i} ({memsz} bytes at {vaddr:#x}) lies outside user space \
+                         (below {USER_END:#x})"
+                    ));
+                }
                 segments.push(Segment {
-                    vaddr: vaddr + bias,
+                    vaddr: at.expect("checked above"),
                     file: offset..end,
                     mem_len: memsz,
                     executable: flags & PF_X != 0,
@@ -129,14 +150,14 @@ pub fn parse(file: &[u8], pie_base: u64) -> Result<Image, String> {
     // their file offset maps them.
     let phdr = phdr.or_else(|| {
         segments.iter().find_map(|s| {
-            let len = phnum * phent;
-            (s.file.start <= phoff && phoff + len <= s.file.end)
+            let end = phoff.checked_add(phnum * phent)?;
+            (s.file.start <= phoff && end <= s.file.end)
                 .then(|| s.vaddr + (phoff - s.file.start) as u64)
         })
     });
     let functions = functions(file, shoff, shent, shnum, bias);
     Ok(Image {
-        entry: entry + bias,
+        entry,
         segments,
         phdr: phdr.unwrap_or(0),
         phent: phent as u64,
@@ -158,7 +179,9 @@ fn functions(
         return out;
     }
     for i in 0..shnum {
-        let h = shoff + i * shent;
+        let Some(h) = (i * shent).checked_add(shoff) else {
+            break;
+        };
         if u32_at(file, h + 4) != Some(SHT_SYMTAB) {
             continue;
         }
@@ -169,7 +192,8 @@ fn functions(
         ) else {
             continue;
         };
-        if entsize < 24 {
+        // The table must lie inside the file: that also bounds the loop below.
+        if entsize < 24 || off.checked_add(size).is_none_or(|e| e > file.len() as u64) {
             continue;
         }
         for k in 0..size / entsize {
@@ -179,8 +203,12 @@ fn functions(
             else {
                 break;
             };
-            if info & 0xf == STT_FUNC && value != 0 && len != 0 {
-                out.push(value + bias..value + bias + len);
+            let start = value.checked_add(bias);
+            let end = start.and_then(|v| v.checked_add(len));
+            if let (true, Some(start), Some(end)) = (info & 0xf == STT_FUNC, start, end) {
+                if value != 0 && len != 0 && end <= USER_END {
+                    out.push(start..end);
+                }
             }
         }
     }

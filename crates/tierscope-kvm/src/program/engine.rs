@@ -3,6 +3,7 @@
 //! calls): there is no access truth for a real program (docs/PROGRAMS.md).
 
 use super::elf::{self, Image};
+use super::jail::{Input, Jail};
 use super::space::{page_up, Kind, Space, PAGE};
 use super::syscalls::{Process, SyscallCounts};
 use super::{patch, stack};
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use tierscope_core::rng::Rng;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    Paging, WriteLog,
+    Paging, ProgramEnd, WriteLog,
 };
 
 const MIB2: u64 = 2 << 20;
@@ -45,6 +46,11 @@ pub struct ProgramParams {
     pub block_size: u64,
     /// Logs writes into KVM's dirty ring where the host offers one (else the bitmap).
     pub dirty_ring: bool,
+    /// The program's working directory (its `/`), read and written; `None`: a fresh
+    /// temporary one, removed at the end.
+    pub workdir: Option<std::path::PathBuf>,
+    /// Host files the program may read, at the names it uses for them.
+    pub inputs: Vec<Input>,
 }
 
 impl ProgramParams {
@@ -58,6 +64,8 @@ impl ProgramParams {
             seed: 1,
             block_size: 2 << 20,
             dirty_ring: true,
+            workdir: None,
+            inputs: vec![],
         }
     }
 }
@@ -192,43 +200,69 @@ fn image_pages(image: &Image) -> Vec<(u64, u64)> {
     out
 }
 
+/// Where the program's memory window lies: from `heap_va` (the image's first 2 MiB
+/// boundary) for `len` bytes, the stack's `stack` bytes at its top, the image ending at `hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    heap_va: u64,
+    len: u64,
+    stack: u64,
+    hi: u64,
+}
+
+/// The window for `image` with `memory` bytes and a `stack`-byte stack, or why it cannot
+/// be placed. Every sum is checked: the image lies below [`elf::USER_END`] (the parser
+/// checks it), and the sizes are the caller's.
+fn window(image: &Image, memory: u64, stack: u64) -> Result<Window, String> {
+    let lo = image.segments.iter().map(|s| s.vaddr).min();
+    let hi = image.segments.iter().map(|s| s.vaddr + s.mem_len).max();
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return Err("no loadable segment".into());
+    };
+    let heap_va = lo & !(MIB2 - 1);
+    if heap_va < MIB2 {
+        return Err(format!(
+            "its image starts at {lo:#x}, below 2 MiB, where the guest's GDT lives"
+        ));
+    }
+    let stack = stack.max(PAGE).checked_next_multiple_of(PAGE);
+    let len = memory.checked_next_multiple_of(MIB2);
+    let (Some(stack), Some(len)) = (stack, len) else {
+        return Err("memory or stack size out of range".into());
+    };
+    if heap_va.checked_add(len).is_none_or(|e| e > 1 << 47) {
+        return Err(format!(
+            "memory = {memory} bytes from {heap_va:#x} runs past user space"
+        ));
+    }
+    let need = hi.checked_add(stack).and_then(|n| n.checked_add(16 << 20));
+    if need.is_none_or(|n| n > heap_va + len) {
+        return Err(format!(
+            "memory = {memory} bytes is too small for its image ({} bytes from {heap_va:#x}) \
+             and a {stack}-byte stack",
+            hi - heap_va
+        ));
+    }
+    Ok(Window {
+        heap_va,
+        len,
+        stack,
+        hi,
+    })
+}
+
 impl ProgramEngine {
     /// Loads the program and starts it.
     pub fn new(p: &ProgramParams) -> Result<ProgramEngine, KvmError> {
         crate::kvm_available().map_err(KvmError::Unavailable)?;
         let file = std::fs::read(&p.path).map_err(|e| config(&p.path, e))?;
         let image = elf::parse(&file, PIE_BASE).map_err(|e| config(&p.path, e))?;
-        let lo = image
-            .segments
-            .iter()
-            .map(|s| s.vaddr)
-            .min()
-            .expect("a segment");
-        let hi = image
-            .segments
-            .iter()
-            .map(|s| s.vaddr + s.mem_len)
-            .max()
-            .expect("a segment");
-        let heap_va = lo & !(MIB2 - 1);
-        if heap_va < MIB2 {
-            return Err(config(
-                &p.path,
-                format!("its image starts at {lo:#x}, below 2 MiB, where the guest's GDT lives"),
-            ));
-        }
-        let len = crate::vm::align_up(p.memory, MIB2);
-        let stack = page_up(p.stack.max(PAGE));
-        if hi + stack + (16 << 20) > heap_va + len {
-            return Err(config(
-                &p.path,
-                format!(
-                    "memory = {} bytes is too small for its image ({} bytes from {heap_va:#x}) and a {stack}-byte stack",
-                    p.memory,
-                    hi - heap_va
-                ),
-            ));
-        }
+        let Window {
+            heap_va,
+            len,
+            stack,
+            hi,
+        } = window(&image, p.memory, p.stack).map_err(|e| config(&p.path, e))?;
         let layout = Layout::for_program(heap_va, len, p.block_size)?;
         let vm = Vm::new(layout, true, p.dirty_ring)?;
         write_gdt(&vm.low);
@@ -264,11 +298,12 @@ impl ProgramEngine {
             rdi: 0,
             cr4_extra: CR4_SSE,
         };
+        let jail = Jail::new(p.workdir.as_deref(), &p.inputs).map_err(KvmError::Config)?;
         let fd = create_vcpu(&vm, 0, &entry)?;
         let vm = Arc::new(vm);
         let shared = Arc::new(ProgShared {
             vm: vm.clone(),
-            process: Mutex::new(Process::new(space, p.seed)),
+            process: Mutex::new(Process::new(space, p.seed, jail)),
             stop: AtomicBool::new(false),
             done: AtomicBool::new(false),
             outcome: Mutex::new(None),
@@ -471,21 +506,154 @@ impl Engine for ProgramEngine {
         ProgramEngine::finished(self)
     }
 
-    fn end_report(&mut self) -> Result<Option<String>, String> {
+    fn end_report(&mut self) -> Result<Option<ProgramEnd>, String> {
         self.note_end();
         let r = self.report();
         let secs = r.elapsed_ns as f64 * 1e-9;
-        let head = match &r.outcome {
-            Some(Outcome::Exited(code)) => format!("exited with status {code} after {secs:.3} s"),
-            None | Some(Outcome::Stopped) => format!("still running after {secs:.3} s: stopped"),
+        let (head, status) = match &r.outcome {
+            Some(Outcome::Exited(code)) => (
+                format!("exited with status {code} after {secs:.3} s"),
+                Some(*code),
+            ),
+            None | Some(Outcome::Stopped) => {
+                (format!("still running after {secs:.3} s: stopped"), None)
+            }
             Some(Outcome::Faulted(m)) | Some(Outcome::Error(m)) => {
                 return Err(format!("{}: {m}", self.path.display()))
             }
         };
-        Ok(Some(format!(
-            "{}: {head}; {}",
-            self.path.display(),
-            r.syscalls.summary()
-        )))
+        Ok(Some(ProgramEnd {
+            line: format!("{}: {head}; {}", self.path.display(), r.syscalls.summary()),
+            status,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A minimal static executable: an ELF header and `n` PT_LOAD headers, by hand.
+    fn elf_with(loads: &[(u64, u64, u64, u64)]) -> Vec<u8> {
+        let mut f = vec![0u8; 64 + 56 * loads.len() + 64];
+        f[..4].copy_from_slice(b"\x7fELF");
+        f[4] = 2;
+        f[5] = 1;
+        f[16..18].copy_from_slice(&2u16.to_le_bytes());
+        f[18..20].copy_from_slice(&62u16.to_le_bytes());
+        f[24..32].copy_from_slice(&0x401000u64.to_le_bytes());
+        f[32..40].copy_from_slice(&64u64.to_le_bytes());
+        f[54..56].copy_from_slice(&56u16.to_le_bytes());
+        f[56..58].copy_from_slice(&(loads.len() as u16).to_le_bytes());
+        for (i, &(offset, vaddr, filesz, memsz)) in loads.iter().enumerate() {
+            let h = 64 + 56 * i;
+            f[h..h + 4].copy_from_slice(&1u32.to_le_bytes());
+            f[h + 4..h + 8].copy_from_slice(&5u32.to_le_bytes()); // R + X
+            f[h + 8..h + 16].copy_from_slice(&offset.to_le_bytes());
+            f[h + 16..h + 24].copy_from_slice(&vaddr.to_le_bytes());
+            f[h + 32..h + 40].copy_from_slice(&filesz.to_le_bytes());
+            f[h + 40..h + 48].copy_from_slice(&memsz.to_le_bytes());
+        }
+        f
+    }
+
+    /// Values that break unchecked arithmetic, and ordinary ones.
+    fn edgy() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            Just(0u64),
+            Just(u64::MAX),
+            Just(0xffff_ffff_ffff_f000),
+            Just(elf::USER_END),
+            Just(1 << 47),
+            (0u64..1 << 48),
+            any::<u64>(),
+            (0x40_0000u64..0x50_0000),
+        ]
+    }
+
+    /// Everything the loader writes lands inside the window it placed, whatever the file
+    /// says: [`crate::mem::Mmap::write_bytes`]'s bound holds, and nothing panics.
+    fn check(file: &[u8], memory: u64, stack: u64) {
+        let Ok(image) = elf::parse(file, PIE_BASE) else {
+            return;
+        };
+        for s in &image.segments {
+            assert!(s
+                .vaddr
+                .checked_add(s.mem_len)
+                .is_some_and(|e| e <= elf::USER_END));
+            assert!(s.file.start <= s.file.end && s.file.end <= file.len());
+        }
+        assert!(image.functions.iter().all(|r| r.end <= elf::USER_END));
+        for s in image.segments.iter().filter(|s| s.executable) {
+            let mut bytes = file[s.file.clone()].to_vec();
+            patch::rewrite_syscalls(&image, s.vaddr, &mut bytes);
+        }
+        let Ok(w) = window(&image, memory, stack) else {
+            return;
+        };
+        assert!(w.heap_va + w.len <= 1 << 47);
+        for s in &image.segments {
+            let off = s.vaddr - w.heap_va;
+            assert!(off + (s.file.end - s.file.start) as u64 <= w.len);
+            assert!(off + s.mem_len <= w.len - w.stack);
+        }
+    }
+
+    #[test]
+    fn a_segment_at_the_top_of_the_address_space_is_refused() {
+        let f = elf_with(&[(0, 0xffff_ffff_ffff_f000, 64, 0x1000)]);
+        let e = elf::parse(&f, PIE_BASE).unwrap_err();
+        assert!(e.contains("outside user space"), "{e}");
+        let f = elf_with(&[(0, 0x40_0000, 64, u64::MAX - 0x40_0000)]);
+        assert!(elf::parse(&f, PIE_BASE).is_err());
+    }
+
+    #[test]
+    fn a_window_that_would_wrap_is_refused() {
+        let image = elf::parse(&elf_with(&[(0, 0x40_0000, 64, 0x1000)]), PIE_BASE).unwrap();
+        assert!(window(&image, u64::MAX, 8 << 20).is_err());
+        assert!(window(&image, 1 << 30, u64::MAX).is_err());
+        assert!(window(&image, 1 << 30, 8 << 20).is_ok());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_loader_never_writes_outside_its_window(
+            loads in prop::collection::vec((edgy(), edgy(), edgy(), edgy()), 1..4),
+            memory in edgy(),
+            stack in edgy(),
+        ) {
+            check(&elf_with(&loads), memory, stack);
+        }
+
+        #[test]
+        fn mutated_executables_never_panic_the_loader(
+            flips in prop::collection::vec((0usize..240, any::<u8>()), 0..24),
+            memory in prop_oneof![Just(1u64 << 30), edgy()],
+        ) {
+            let mut f = elf_with(&[(0, 0x40_0000, 200, 0x2000), (0, 0x60_0000, 100, 0x1000)]);
+            f.resize(240, 0);
+            for (at, b) in flips {
+                f[at] = b;
+            }
+            check(&f, memory, 8 << 20);
+        }
+
+        #[test]
+        fn random_bytes_never_panic_the_parser(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            let mut f = bytes;
+            if f.len() >= 20 {
+                f[..4].copy_from_slice(b"\x7fELF");
+                f[4] = 2;
+                f[5] = 1;
+                f[18] = 62;
+                f[19] = 0;
+            }
+            check(&f, 1 << 30, 8 << 20);
+        }
     }
 }

@@ -10,6 +10,7 @@
 
 mod elf;
 mod engine;
+mod jail;
 mod patch;
 mod run;
 mod space;
@@ -17,4 +18,5 @@ mod stack;
 mod syscalls;
 
 pub use engine::{Outcome, ProgramEngine, ProgramParams, ProgramReport};
+pub use jail::Input;
 pub use syscalls::{name as syscall_name, SyscallCounts, SUPPORTED as SUPPORTED_SYSCALLS};

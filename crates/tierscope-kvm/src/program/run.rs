@@ -14,7 +14,12 @@ pub(super) fn run(shared: &ProgShared, mut vcpu: VcpuFd) {
     if sync {
         vcpu.set_sync_valid_reg(SyncReg::Register);
     }
+    // This thread performs the program's calls: from here on with the least file rights.
+    let entered = shared.process.lock().expect("process").jail.enter();
     let outcome = loop {
+        if let Err(e) = &entered {
+            break Outcome::Error(e.clone());
+        }
         let port = match vcpu.run() {
             Ok(VcpuExit::IoOut(port, _)) => port,
             Ok(VcpuExit::Unsupported(crate::dirty_ring::EXIT_DIRTY_RING_FULL)) => {
@@ -103,15 +108,27 @@ fn fault(shared: &ProgShared, vcpu: &VcpuFd, what: &str) -> Outcome {
     let sregs = vcpu.get_sregs().ok();
     let rip = regs.as_ref().map_or(0, |r| r.rip);
     let process = shared.process.lock().expect("process");
-    let mut why = String::new();
-    if process.space.check(rip, 2).is_ok() {
-        let off = rip - process.space.window().start;
-        let b = |i: u64| shared.vm.heap.byte(off + i);
-        if (b(0), b(1)) == (0x0f, 0x05) {
-            why = " (a `syscall` instruction the loader did not find)".into();
+    let is_syscall = |at: u64| {
+        process.space.check(at, 2).is_ok() && {
+            let off = at - process.space.window().start;
+            let b = |i: u64| shared.vm.heap.byte(off + i);
+            (b(0), b(1)) == (0x0f, 0x05)
         }
-    } else {
-        why = " (instruction pointer outside the program's memory)".into();
+    };
+    let mut why = String::new();
+    if is_syscall(rip) {
+        why = " (a `syscall` instruction the loader did not find)".into();
+    } else if process.space.check(rip, 2).is_err() {
+        // A `syscall` the loader never saw (code built or changed at run time) jumps to the
+        // guest's absent supervisor; the instruction leaves its return address in rcx.
+        let after = regs.as_ref().map_or(0, |r| r.rcx);
+        why = match after.checked_sub(2).filter(|&at| is_syscall(at)) {
+            Some(at) => format!(
+                " (a `syscall` instruction at {at:#x} the loader did not find: code built or \
+                 changed at run time cannot make system calls here)"
+            ),
+            None => " (instruction pointer outside the program's memory)".into(),
+        };
     }
     if let Some(s) = &sregs {
         if s.cr2 != 0 && !process.space.contains(s.cr2) {

@@ -4,12 +4,16 @@
 //! arguments in `rdi, rsi, rdx, r10, r8, r9`, the Linux x86-64 convention) and puts the
 //! result in `rax` (a negative errno on failure). Every guest buffer is checked against
 //! the program's mappings ([`Space::check`]) before the host touches it: a bad pointer
-//! returns EFAULT and never reaches host memory outside the guest. Guest file descriptors
-//! are the program's own numbers, mapped to host descriptors the host opened for it; 0, 1
-//! and 2 are the host's standard streams (closing them in the guest only forgets them).
+//! returns EFAULT and never reaches host memory outside the guest. Paths are resolved inside
+//! the program's working directory, and only the inputs it was granted are reachable
+//! besides ([`Jail`]). Guest file descriptors are the program's own numbers, mapped to host
+//! descriptors the host opened for it (closed when the process ends); 0, 1 and 2 are the
+//! host's standard streams (closing them in the guest only forgets them; their status flags
+//! are restored at the end).
 //! The supported calls are [`SUPPORTED`] (docs/PROGRAMS.md); any other returns ENOSYS and
 //! is counted.
 
+use super::jail::{self, Jail, Start};
 use super::space::{page_up, Fault, Kind, Space, PAGE};
 use crate::vm::Vm;
 use std::collections::BTreeMap;
@@ -66,6 +70,7 @@ pub fn name(nr: u64) -> Option<&'static str> {
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const AT_FDCWD: i64 = -100;
+const AT_EMPTY_PATH: i32 = 0x1000;
 const TIOCGWINSZ: u64 = 0x5413;
 const MAP_FIXED: u64 = 0x10;
 const MAP_ANONYMOUS: u64 = 0x20;
@@ -136,6 +141,11 @@ pub struct Process {
     fds: BTreeMap<i64, i32>,
     pub counts: SyscallCounts,
     rng: Rng,
+    /// What the program may reach on the host's file system.
+    pub jail: Jail,
+    /// The status flags of the standard streams at the start (the program may set
+    /// O_NONBLOCK on the caller's terminal; it is undone at the end).
+    std_flags: [i32; 3],
     /// Pages of the window the host wrote on the program's behalf since the last take
     /// (a `read` into a buffer): KVM's dirty log does not see host writes.
     host_written: Vec<u64>,
@@ -159,12 +169,16 @@ fn ret(r: i64) -> i64 {
 }
 
 impl Process {
-    pub fn new(space: Space, seed: u64) -> Process {
+    pub fn new(space: Space, seed: u64, jail: Jail) -> Process {
+        // SAFETY: F_GETFL on the standard streams; -1 where one is closed.
+        let std_flags = [0, 1, 2].map(|fd| unsafe { libc::fcntl(fd, libc::F_GETFL) });
         Process {
             space,
             fds: (0..3).map(|fd| (fd, fd as i32)).collect(),
             counts: SyscallCounts::default(),
             rng: Rng::for_stream(seed, "program/getrandom"),
+            jail,
+            std_flags,
             host_written: vec![],
         }
     }
@@ -232,11 +246,12 @@ impl Process {
             .ok_or(-i64::from(libc::EBADF))
     }
 
-    fn dirfd(&self, fd: u64) -> Result<i32, i64> {
+    /// Where a path relative to guest descriptor `fd` starts.
+    fn start(&self, fd: u64) -> Result<Start, i64> {
         if fd as i64 == AT_FDCWD {
-            Ok(libc::AT_FDCWD)
+            Ok(Start::Cwd)
         } else {
-            self.host_fd(fd)
+            self.host_fd(fd).map(Start::Dir)
         }
     }
 
@@ -321,19 +336,14 @@ impl Process {
                 ok(ret(r as i64))
             }
             2 | 257 => {
-                let (dir, path, flags, mode) = if nr == 2 {
-                    (libc::AT_FDCWD, a0, a1, a2)
+                let (start, path, flags, mode) = if nr == 2 {
+                    (Start::Cwd, a0, a1, a2)
                 } else {
-                    (self.dirfd(a0)?, a1, a2, a3)
+                    (self.start(a0)?, a1, a2, a3)
                 };
                 let path = self.path(vm, nr, path)?;
-                // SAFETY: a NUL-terminated path; the flags are the guest's own (the call
-                // opens a host file with tierscope's rights, as vmmload does).
-                let r = unsafe { libc::openat(dir, path.as_ptr(), flags as i32, mode as u32) };
-                if r < 0 {
-                    return ok(errno());
-                }
-                ok(self.add_fd(r))
+                let fd = self.jail.open(start, &path, flags as i32, mode as u32)?;
+                ok(self.add_fd(std::os::fd::IntoRawFd::into_raw_fd(fd)))
             }
             3 => {
                 let host = self.host_fd(a0)?;
@@ -345,29 +355,24 @@ impl Process {
                 ok(0)
             }
             4 | 6 | 262 | 5 => {
-                // SAFETY: all-zero is a valid `struct stat`.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                let r = match nr {
-                    5 => {
-                        let fd = self.host_fd(a0)?;
-                        // SAFETY: `st` is a valid out-pointer.
-                        unsafe { libc::fstat(fd, &mut st) }
-                    }
+                let st = match nr {
+                    5 => jail::fstat(self.host_fd(a0)?)?,
                     _ => {
-                        let (dir, path, flags, out) = match nr {
-                            262 => (self.dirfd(a0)?, a1, a3 as i32, a2),
-                            6 => (libc::AT_FDCWD, a0, libc::AT_SYMLINK_NOFOLLOW, a1),
-                            _ => (libc::AT_FDCWD, a0, 0, a1),
+                        let (start, path, flags, out) = match nr {
+                            262 => (a0, a1, a3 as i32, a2),
+                            6 => (AT_FDCWD as u64, a0, libc::AT_SYMLINK_NOFOLLOW, a1),
+                            _ => (AT_FDCWD as u64, a0, 0, a1),
                         };
                         let p = self.path(vm, nr, path)?;
                         self.buf(vm, nr, out, std::mem::size_of::<libc::stat>() as u64)?;
-                        // SAFETY: a NUL-terminated path and a valid out-pointer.
-                        unsafe { libc::fstatat(dir, p.as_ptr(), &mut st, flags) }
+                        if p.is_empty() && flags & AT_EMPTY_PATH != 0 {
+                            jail::fstat(self.host_fd(start)?)?
+                        } else {
+                            let nofollow = flags & libc::AT_SYMLINK_NOFOLLOW != 0;
+                            self.jail.stat(self.start(start)?, &p, nofollow)?
+                        }
                     }
                 };
-                if r < 0 {
-                    return ok(errno());
-                }
                 // stat, lstat, fstat: the buffer is the second argument; newfstatat: the third.
                 let out = if nr == 262 { a2 } else { a1 };
                 self.put(vm, nr, out, &st)?;
@@ -439,10 +444,8 @@ impl Process {
             }
             21 => {
                 let p = self.path(vm, nr, a0)?;
-                // SAFETY: a NUL-terminated path.
-                ok(ret(i64::from(unsafe {
-                    libc::access(p.as_ptr(), a1 as i32)
-                })))
+                self.jail.access(Start::Cwd, &p, a1 as i32)?;
+                ok(0)
             }
             28 => {
                 self.buf(vm, nr, a0, a1)?;
@@ -458,7 +461,8 @@ impl Process {
             102 | 107 => ok(i64::from(unsafe { libc::getuid() })),
             // SAFETY: as above.
             104 | 108 => ok(i64::from(unsafe { libc::getgid() })),
-            60 | 231 => Ok((0, After::Exit(a0 as i32))),
+            // The status a parent would see: its low 8 bits, as under Linux.
+            60 | 231 => Ok((0, After::Exit((a0 & 0xff) as i32))),
             63 => {
                 // SAFETY: all-zero is a valid utsname; uname fills it.
                 let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -480,9 +484,8 @@ impl Process {
                 }
             }
             79 => {
-                let cwd = std::env::current_dir().map_err(|_| -i64::from(libc::ENOENT))?;
-                let mut b = cwd.into_os_string().into_encoded_bytes();
-                b.push(0);
+                // The working directory is the program's root and current directory.
+                let b = b"/\0";
                 if (b.len() as u64) > a1 {
                     return ok(-i64::from(libc::ERANGE));
                 }
@@ -593,5 +596,23 @@ impl Process {
             }
         }
         Ok((start as i64, after))
+    }
+}
+
+impl Drop for Process {
+    /// Closes the descriptors opened for the program and gives the standard streams back
+    /// their status flags (the program may have set O_NONBLOCK on the caller's terminal).
+    fn drop(&mut self) {
+        for &host in self.fds.values().filter(|&&h| h > 2) {
+            // SAFETY: a descriptor this process opened for the guest, closed once (each
+            // host descriptor stands for one guest descriptor: there is no dup).
+            unsafe { libc::close(host) };
+        }
+        for (fd, &flags) in self.std_flags.iter().enumerate() {
+            if flags >= 0 {
+                // SAFETY: F_SETFL on a standard stream, with the flags it had.
+                unsafe { libc::fcntl(fd as i32, libc::F_SETFL, flags) };
+            }
+        }
     }
 }
