@@ -140,10 +140,11 @@ def test_refuses_to_replace_a_foreign_directory(workdir: Path) -> None:
     precious = workdir / "out" / "thesis.tex"
     precious.parent.mkdir()
     precious.write_text("years of work")
-    proc = run_cli("run", "tiny.toml", "--out", "out", cwd=workdir)
-    assert_bad_input(proc, "out", "metrics.json")
-    assert precious.read_text() == "years of work"
-    assert leftovers(workdir, "out") == []
+    for force in ([], ["--force"]):
+        proc = run_cli("run", "tiny.toml", "--out", "out", *force, cwd=workdir)
+        assert_bad_input(proc, "out: exists and was not written by tierscope")
+        assert precious.read_text() == "years of work"
+        assert leftovers(workdir, "out") == []
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]])

@@ -153,28 +153,31 @@ def test_damo_record_matches_metrics(run_dir: tuple[Path, str]) -> None:
             assert all(r["start"] < r["end"] for r in s["regions"])
 
 
-def test_rerun_replaces_previous_output(run_dir: tuple[Path, str], tmp_path: Path) -> None:
+def test_rerun_replaces_only_our_files_with_force(
+    run_dir: tuple[Path, str], tmp_path: Path
+) -> None:
     d, _ = run_dir
     shutil.copytree(d / "out", tmp_path / "out")
     (tmp_path / "tiny.cfg").write_text(TINY_MASIM)
-    (tmp_path / "out" / "stale.txt").write_text("from an older run")
-    proc = run_cli(
-        "run",
-        "--masim",
-        "tiny.cfg",
-        "--monitor",
-        "damon-agg",
-        "--duration",
-        "1s",
-        "--rate",
-        "1M/s",
-        "--out",
-        "out",
-        cwd=tmp_path,
-    )
+    (tmp_path / "out" / "notes.txt").write_text("the user's, not ours")
+    quick = ("run", "--masim", "tiny.cfg", "--monitor", "damon-agg", "--duration", "1s")
+    # Without --force an earlier output is refused, untouched.
+    proc = run_cli(*quick, "--rate", "1M/s", "--out", "out", cwd=tmp_path)
+    assert proc.returncode == 2 and "--force" in proc.stderr, proc.stderr
+    assert list(metrics(tmp_path)["monitors"]) == list(MONITORS)
+    proc = run_cli(*quick, "--rate", "1M/s", "--out", "out", "--force", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert not (tmp_path / "out" / "stale.txt").exists()
+    # The earlier output's files are gone (its monitors' too), the user's file is kept.
     assert list(metrics(tmp_path)["monitors"]) == ["damon-agg"]
+    assert not (tmp_path / "out" / "heatmap-damon-mod.png").exists()
+    assert (tmp_path / "out" / "notes.txt").read_text() == "the user's, not ours"
+    manifest = json.loads((tmp_path / "out" / "tierscope-manifest.json").read_text())
+    assert manifest["kind"] == "run" and "notes.txt" not in manifest["files"]
+    assert sorted(manifest["files"]) == sorted(
+        p.name
+        for p in (tmp_path / "out").iterdir()
+        if p.name not in ("notes.txt", "tierscope-manifest.json")
+    )
     assert leftovers(tmp_path, "out") == []
 
 

@@ -1,9 +1,8 @@
-"""Writing a run's output directory, all or nothing.
-
-Everything is written into a temporary sibling directory that is renamed to the target
-at the end, so an error or Ctrl-C never leaves a partial directory. An existing target is
-replaced only when it looks like an earlier tierscope output (it has metrics.json) or is
-empty; anything else is refused, so a typo in --out cannot delete unrelated data.
+"""Writing a run's output directory, all or nothing, through `tierscope.outdir`: the
+files are written into a temporary sibling directory and moved in at the end, with a
+manifest naming them, so an error or Ctrl-C never leaves a partial directory and an
+earlier output is replaced (with `force`) file by file, never a file tierscope did not
+write.
 """
 
 from __future__ import annotations
@@ -11,18 +10,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
+from tierscope import outdir
 from tierscope.export import csv as csv_export
 from tierscope.export import damo
+from tierscope.outdir import OutputError
 from tierscope.plot import heatmap, placement, throughput
 from tierscope.results import RunResult, save_arrays, save_policy_arrays
 
-
-class OutputError(Exception):
-    """The output directory cannot be written (it exists and is not a tierscope output)."""
+__all__ = [
+    "OutputError",
+    "monitor_arrays_file",
+    "policy_arrays_file",
+    "safe_name",
+    "write_files",
+    "write_output",
+    "write_run_dir",
+]
 
 
 def safe_name(name: str) -> str:
@@ -54,20 +59,6 @@ def _check_unique_files(result: RunResult) -> None:
         owner[file] = who
 
 
-def check_target(out: Path) -> None:
-    """Raises `OutputError` unless `out` is absent, empty, or an earlier output."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if not out.is_dir() or out.is_symlink():
-        raise OutputError(f"{out}: exists and is not a directory; choose another --out")
-    if (out / "metrics.json").is_file() or not any(out.iterdir()):
-        return
-    raise OutputError(
-        f"{out}: exists and does not look like a tierscope output (no metrics.json); "
-        "refusing to replace it, choose another --out"
-    )
-
-
 def write_files(result: RunResult, directory: Path) -> None:
     """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png,
     <m>.damon and arrays-<m>.npz (what `tierscope.load` reads back) into `directory`;
@@ -90,36 +81,18 @@ def write_files(result: RunResult, directory: Path) -> None:
         placement(result, directory / "placement.png")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def write_run_dir(result: RunResult, directory: Path) -> None:
+    """Writes a run's files and their manifest into `directory` (new), inside a staging
+    directory of a larger output (validate's kvm/ and exact/, repro nemo's hotset/), so
+    the run directory is ours on its own too."""
+    directory.mkdir(parents=True)
+    write_files(result, directory)
+    outdir.write_manifest(directory, "run")
 
 
-def write_output(result: RunResult, out: Path) -> None:
-    """Writes all outputs of `result` to `out`, atomically (see the module comment)."""
-    out = Path(out)
-    check_target(out)
-    parent = out.absolute().parent
-    created = [p for p in [parent, *parent.parents] if not p.exists()]
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
-    try:
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it private; outputs are shared
-        write_files(result, tmp)
-        check_target(out)  # again: something may have appeared while we wrote
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
-            out.rename(old / "previous")
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for p in created:  # innermost first: only directories this call made, if empty
-            try:
-                p.rmdir()
-            except OSError:
-                break
-        raise
+def write_output(result: RunResult, out: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Writes all outputs of `result` to `out`, all or nothing (`tierscope.outdir`): an
+    absent or empty `out` is created or used; an earlier output is replaced, only its own
+    files, with `force`; anything else is refused with `OutputError`."""
+    with outdir.claim(out, "run", force=force) as claim, claim.stage() as staging:
+        write_files(result, staging)

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tierscope import _core
-from tierscope.experiment import ExperimentSource, load_experiment
-from tierscope.output import check_target, write_output
+from tierscope import _core, outdir
+from tierscope.experiment import Experiment, ExperimentSource, load_experiment
+from tierscope.output import write_files
 from tierscope.progress import ProgressBar
 from tierscope.results import RunResult
 
@@ -28,19 +28,34 @@ def run(
     out: str | os.PathLike[str] | None = None,
     progress: bool | ProgressCallback = True,
     threads: int = 0,
+    force: bool = False,
 ) -> RunResult:
     """Runs an experiment (a path, a dict, or a loaded `Experiment`) and returns its
     result. With `out`, also writes metrics.json, CSVs, heatmaps and damo records there
-    (all or nothing). `progress`: True draws a bar on stderr, a callable receives
-    `(done, total)`, False is silent. `threads`: worker threads, 0 for one per core.
+    (all or nothing, with a manifest naming them: `tierscope.outdir`). `out` is claimed
+    and locked before the run starts: an absent or empty directory is used; an earlier
+    tierscope output is refused unless `force` (then only its files are replaced);
+    anything else is refused. `progress`: True draws a bar on stderr, a callable
+    receives `(done, total)`, False is silent. `threads`: worker threads, 0 for one per
+    core.
 
-    Raises `ConfigError` for bad input, `OutputError` when `out` may not be replaced,
+    Raises `ConfigError` for bad input, `OutputError` when `out` may not be written
+    (not ours, in use by another tierscope, or an OSError such as a full disk),
     `RunError` when the run fails; on KeyboardInterrupt the run is cancelled and joined
     before the interrupt propagates.
     """
     exp = load_experiment(experiment)
-    if out is not None:
-        check_target(Path(out))  # fail before spending minutes on the run
+    if out is None:
+        return _run(exp, progress, threads)
+    # Claimed before the run: refused at once, not after minutes of running.
+    with outdir.claim(Path(out), "run", force=force) as claim:
+        result = _run(exp, progress, threads)
+        with claim.stage() as staging:
+            write_files(result, staging)
+    return result
+
+
+def _run(exp: Experiment, progress: bool | ProgressCallback, threads: int) -> RunResult:
     bar = ProgressBar(f"running {exp.name}") if progress is True else None
     report: ProgressCallback | None = (
         bar.update if bar is not None else progress if callable(progress) else None
@@ -64,7 +79,4 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-    result = RunResult.from_raw(exp, handle.result())
-    if out is not None:
-        write_output(result, Path(out))
-    return result
+    return RunResult.from_raw(exp, handle.result())

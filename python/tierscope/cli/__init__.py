@@ -2,8 +2,10 @@
 adding its parser and setting `func(args) -> exit status`.
 
 Exit status: 0 success, 1 a run failed, 2 bad input (one line on stderr naming the file,
-line and field; no traceback) or an engine this host cannot run (the kvm engine without
-/dev/kvm: one line naming the reason), 130 interrupted.
+line and field; no traceback), an output that may not be written (not tierscope's, in use
+by another tierscope, or refused by the system: one line, `tierscope.outdir`) or an engine
+this host cannot run (the kvm engine without /dev/kvm: one line naming the reason), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     # Imported here so that `tierscope --help` works even if the extension is broken.
-    from tierscope import Cancelled, ConfigError, OutputError, RunError, Unavailable
+    from tierscope import Cancelled, ConfigError, OutputError, RunError, Unavailable, outdir
 
     args = build_parser().parse_args(argv)
+    outdir.set_command(sys.argv[1:] if argv is None else argv)
     try:
         status: int = args.func(args)
         return status

@@ -57,8 +57,11 @@ outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 <monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
 (tierscope.load(DIR) reads the directory back); with memory tiering (a [tiering] table,
 or --tiers), also arrays-policy-<run>.npz per policy run, throughput.png and
-placement.png.
-An existing DIR is replaced only if it holds an earlier tierscope output.
+placement.png. DIR also gets tierscope-manifest.json, naming every file tierscope wrote.
+An absent or empty DIR is created or used. An existing DIR is never emptied: one without
+tierscope-manifest.json is refused whatever the flags; an earlier output is refused unless
+--force is given, and then only the files its manifest names are replaced (anything else
+in DIR is kept). DIR is locked while the run lasts: a second writer is refused.
 
 tiering (--tiers, --policy, --placement): these build the experiment's [tiering] table
 (docs/EXPERIMENTS.md). --tiers lists the machine's memory tiers, fastest first, each a
@@ -113,6 +116,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "experiment", nargs="?", metavar="EXPERIMENT", help="experiment file (docs/EXPERIMENTS.md)"
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier output in DIR (only the files tierscope wrote there)",
+    )
     p.add_argument(
         "--threads",
         type=int,
@@ -350,7 +358,7 @@ def main(args: argparse.Namespace) -> int:
             raise quick_error(e) from None
     else:
         exp = load_experiment(source)
-    result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads)
+    result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads, force=args.force)
     for m in result.monitors.values():
         if m.program is not None and not args.quiet:
             # The program's own output went to stdout; how it ended goes beside it.

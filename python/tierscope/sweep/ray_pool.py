@@ -19,7 +19,9 @@ def _run_document(doc: dict[str, Any], out: str | None) -> dict[str, Any]:
     """One run, on a Ray worker: the experiment document in, its metrics out."""
     import tierscope
 
-    return tierscope.run(doc, out=out, progress=False, threads=1).metrics
+    # The store's runs/ is ours: an earlier output of a run that was stopped before its
+    # rows were stored is replaced.
+    return tierscope.run(doc, out=out, progress=False, threads=1, force=True).metrics
 
 
 def run_ray(
