@@ -142,6 +142,14 @@ def test_validate_prints_kvm_and_exact_side_by_side(kvm_dir: Path) -> None:
         r = rows["telescope-bnd"][engine]
         assert r["precision"] >= 0.5 and r["recall"] >= 0.5, (engine, r)
         assert (kvm_dir / "v" / engine / "metrics.json").is_file()
-    # Again into the same directory: an earlier validate output is replaced.
+    # Again into the same directory: refused without --force; with it, the earlier
+    # validate output's files (both runs') are replaced and a user's file is kept.
     again = run_cli("validate", "kvm.toml", "--out", "v", "--quiet", cwd=kvm_dir)
+    assert again.returncode == 2 and "--force" in again.stderr, again.stderr
+    (kvm_dir / "v" / "kvm" / "notes.txt").write_text("mine")
+    again = run_cli("validate", "kvm.toml", "--out", "v", "--quiet", "--force", cwd=kvm_dir)
     assert again.returncode == 0, again.stderr
+    assert (kvm_dir / "v" / "kvm" / "notes.txt").read_text() == "mine"
+    manifest = json.loads((kvm_dir / "v" / "tierscope-manifest.json").read_text())
+    assert manifest["kind"] == "validate" and "validate.json" in manifest["files"]
+    assert "kvm/metrics.json" in manifest["files"] and "exact/metrics.json" in manifest["files"]

@@ -9,7 +9,8 @@ For every workload, seed and scheduler (reactive "history", predictive "oracle")
 - Figure 5: the trials Cori and the baselines (base-left: longest first; base-right:
   shortest first; base-random: the mean over seeded orders) need to get within 3 % of the
   best over the grid `timestep, 2 timestep, ...` up to half the run.
-Writes DIR/repro.md, DIR/repro.json and DIR/figure3-WORKLOAD.png.
+Writes DIR/repro.md, DIR/repro.json and DIR/figure3-WORKLOAD.png, all at once at the
+end (`tierscope.outdir`: an earlier output is replaced only with `force`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tierscope import _core, cori
+from tierscope import _core, cori, outdir
 from tierscope.texttable import align
 
 #: Table I: the periods the literature uses, as the paper maps them to requests.
@@ -191,19 +192,25 @@ def main(
     scale: int = 1,
     timestep: int = 1000,
     random_seeds: int = 10,
+    force: bool = False,
 ) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    for seed in seeds:
-        for w in _core.CoriTrace.workloads():
-            rs = evaluate(w, seed, scale, timestep, random_seeds)
-            rows.extend(rs)
-            if seed == seeds[0]:
-                plot_figure3(rs, out / f"figure3-{w}.png")
-    text = format_tables(rows)
-    print(text)
-    (out / "repro.md").write_text(text + "\n")
-    slim = [{k: v for k, v in r.items() if k not in ("curve", "bars")} for r in rows]
-    (out / "repro.json").write_text(json.dumps({"paper": PAPER, "rows": slim}, indent=1) + "\n")
+    with outdir.claim(out, "repro-cori", force=force) as claim:
+        rows: list[dict[str, Any]] = []
+        figures: dict[str, list[dict[str, Any]]] = {}
+        for seed in seeds:
+            for w in _core.CoriTrace.workloads():
+                rs = evaluate(w, seed, scale, timestep, random_seeds)
+                rows.extend(rs)
+                if seed == seeds[0]:
+                    figures[w] = rs
+        text = format_tables(rows)
+        print(text)
+        slim = [{k: v for k, v in r.items() if k not in ("curve", "bars")} for r in rows]
+        with claim.stage() as staging:
+            for w, rs in figures.items():
+                plot_figure3(rs, staging / f"figure3-{w}.png")
+            (staging / "repro.md").write_text(text + "\n")
+            doc = {"paper": PAPER, "rows": slim}
+            (staging / "repro.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"\nwrote {out}/repro.md, repro.json, figure3-*.png")
     return 0

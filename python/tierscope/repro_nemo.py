@@ -26,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from tierscope import _core
+from tierscope import _core, outdir
 from tierscope.experiment import load_experiment
+from tierscope.output import write_run_dir
+from tierscope.results import RunResult
 from tierscope.runner import run
 from tierscope.texttable import align
 
@@ -46,11 +48,12 @@ PAPER = {
 THP_RATIOS = {"1:2": 1 / 3, "1:8": 1 / 9}
 
 
-def hotset(out: Path, duration_s: float | None) -> list[dict[str, Any]]:
-    """Use case 1: per policy, the fast tier's share per window and when it recovers."""
+def hotset(duration_s: float | None) -> tuple[list[dict[str, Any]], RunResult]:
+    """Use case 1: per policy, the fast tier's share per window and when it recovers;
+    and the run."""
     doc = _document("hotset-recovery.toml", duration_s)
     shift_s = _seconds(doc["workload"]["kv"]["shift_at"])
-    result = run(doc, out=out, progress=False)
+    result = run(doc, progress=False)
     rows = []
     for name, p in result.policies.items():
         served = p.windows["served"].astype(float)
@@ -67,7 +70,7 @@ def hotset(out: Path, duration_s: float | None) -> list[dict[str, Any]]:
                 "cpu_percent": _cpu(p.summary, result.experiment.duration_ns),
             }
         )
-    return rows
+    return rows, result
 
 
 def _document(name: str, duration_s: float | None) -> dict[str, Any]:
@@ -216,18 +219,24 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(out: Path, quick: bool = False) -> dict[str, Any]:
-    """Runs the three use cases into `out`; `quick` shortens them (for tests)."""
-    out.mkdir(parents=True, exist_ok=True)
-    report = {
-        "paper": PAPER,
-        "hotset": hotset(out / "hotset", 60.0 if quick else None),
-        "thp": thp(20.0 if quick else None),
-        "noisy": _core.nemo_noisy_neighbour(duration_s=2.0 if quick else 10.0),
-        "sram": sram_table(),
-    }
-    (out / "repro.json").write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
-    text = render(report)
-    (out / "repro.md").write_text(text, encoding="utf-8")
+def main(out: Path, quick: bool = False, force: bool = False) -> dict[str, Any]:
+    """Runs the three use cases into `out` (the hot-set run's outputs in out/hotset, the
+    tables in repro.json and repro.md, all written at the end: `tierscope.outdir`, an
+    earlier output replaced only with `force`); `quick` shortens them (for tests)."""
+    with outdir.claim(out, "repro-nemo", force=force) as claim:
+        hot_rows, hot_run = hotset(60.0 if quick else None)
+        report = {
+            "paper": PAPER,
+            "hotset": hot_rows,
+            "thp": thp(20.0 if quick else None),
+            "noisy": _core.nemo_noisy_neighbour(duration_s=2.0 if quick else 10.0),
+            "sram": sram_table(),
+        }
+        text = render(report)
+        with claim.stage() as staging:
+            write_run_dir(hot_run, staging / "hotset")
+            doc = json.dumps(report, indent=1, default=str)
+            (staging / "repro.json").write_text(doc, encoding="utf-8")
+            (staging / "repro.md").write_text(text, encoding="utf-8")
     print(text, end="")
     return report

@@ -17,7 +17,10 @@ bytes: --param tiering.migration.max_per_round --values 1MB,16MB,256MB --unit ra
 Prints the trial table and the chosen value; with --exhaustive STEP also the cost at
 every multiple of STEP up to half the run. With --out DIR, writes DIR/trials.csv,
 DIR/curve.csv, DIR/tune.json and DIR/tune.png (the reuse bars above the cost against
-the period, the paper's Figure 3).
+the period, the paper's Figure 3), all at once at the end, with tierscope-manifest.json
+naming them. An existing DIR is never emptied: one without the manifest is refused
+whatever the flags; an earlier output is refused unless --force is given, and then only
+the files its manifest names are replaced. DIR is locked while the tuning lasts.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tierscope import cori
+from tierscope import cori, outdir
 from tierscope.experiment import ConfigError
 from tierscope.texttable import align
 
@@ -104,6 +107,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also the cost at every multiple of STEP",
     )
     p.add_argument("--out", metavar="DIR", help="write trials.csv, curve.csv, tune.json, tune.png")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier output in DIR (only the files tierscope wrote there)",
+    )
     p.set_defaults(func=main)
 
 
@@ -159,9 +167,17 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    _check(args)
+    if not args.out:
+        return tune(args, None)
+    # Claimed (locked, checked) before the trials run; written all at once after them.
+    with outdir.claim(args.out, "tune", force=args.force) as claim:
+        return tune(args, claim)
+
+
+def tune(args: argparse.Namespace, claim: outdir.Claim | None) -> int:
     from tierscope import _core
 
-    _check(args)
     try:
         stops = [cori.parse_stop(s) for s in args.stop] if args.stop else list(cori.CORI_STOPS)
     except ValueError as e:
@@ -214,8 +230,9 @@ def main(args: argparse.Namespace) -> int:
                 raise
             raise ConfigError(f"{_source()}: {e}") from None
     print(render(tuning))
-    if args.out:
-        write(tuning, Path(args.out))
+    if claim is not None:
+        with claim.stage() as staging:
+            write(tuning, staging)
         print(f"wrote {args.out}/trials.csv, curve.csv, tune.json, tune.png")
     return 0
 
@@ -242,7 +259,7 @@ def render(t: cori.Tuning) -> str:
 
 
 def write(t: cori.Tuning, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    """Writes the tuning's files into the directory `out` (a staging directory)."""
     with open(out / "trials.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["trial", "value", "cost"])

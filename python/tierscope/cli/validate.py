@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tierscope.output import OutputError
+from tierscope import outdir
+from tierscope.output import write_run_dir
 from tierscope.results import RunResult, _finite_or_none
 from tierscope.texttable import align
 
@@ -18,7 +19,11 @@ example:
   tierscope validate experiments/kvm-16g.toml --out runs/kvm-16g-validate
 
 outputs in DIR: validate.json (the table's numbers), and the full outputs of both runs
-in DIR/kvm and DIR/exact (metrics.json, windows CSVs, heatmaps, damo records).
+in DIR/kvm and DIR/exact (metrics.json, windows CSVs, heatmaps, damo records), written
+all at once when both runs are done, with tierscope-manifest.json naming every file.
+An existing DIR is never emptied: one without tierscope-manifest.json is refused whatever
+the flags; an earlier output is refused unless --force is given, and then only the files
+its manifest names are replaced. DIR is locked while the runs last.
 The experiment's own `engine` is ignored: it is a sweep over engine = kvm, exact, which
 drops [machine.kvm] and the monitors needing hardware the engine lacks (pml off kvm)
 from each run.
@@ -41,22 +46,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("experiment", metavar="EXPERIMENT", help="experiment file (TOML or JSON)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier output in DIR (only the files tierscope wrote there)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars and no table")
     p.set_defaults(func=main)
-
-
-def check_dir(out: Path) -> None:
-    """Raises `OutputError` unless `out` is absent, empty, or an earlier validate output."""
-    if not out.exists() and not out.is_symlink():
-        return
-    if not out.is_dir() or out.is_symlink():
-        raise OutputError(f"{out}: exists and is not a directory; choose another --out")
-    if (out / "validate.json").is_file() or not any(out.iterdir()):
-        return
-    raise OutputError(
-        f"{out}: exists and does not look like a tierscope validate output (no "
-        "validate.json); refusing to replace it, choose another --out"
-    )
 
 
 def row(result: RunResult, name: str) -> dict[str, Any] | None:
@@ -146,25 +142,28 @@ def main(args: argparse.Namespace) -> int:
     reason = _core.kvm_unavailable()
     if reason is not None:
         raise Unavailable(f"the kvm engine cannot run here: {reason}")
-    check_dir(out)
+    runs = expand_sweep(engine_sweep(path), source_name=f"{path} (validate)")
     results: dict[str, RunResult] = {}
-    for r in expand_sweep(engine_sweep(path), source_name=f"{path} (validate)"):
-        engine = r.params["engine"]
-        results[engine] = run(
-            r.experiment,
-            out=out / engine,
-            progress=not args.quiet,
-            threads=1 if engine == "kvm" else 0,
-        )
-    names = list(results["kvm"].monitors)
-    rows = {n: {e: row(results[e], n) for e in ENGINES} for n in names}
-    doc = {
-        "experiment": str(path),
-        "duration_ns": results["kvm"].duration_ns,
-        "block_size": results["kvm"].block_size,
-        "monitors": rows,
-    }
-    (out / "validate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    # Claimed (locked, checked) before the runs; written all at once after them.
+    with outdir.claim(out, "validate", force=args.force) as claim:
+        for r in runs:
+            engine = r.params["engine"]
+            results[engine] = run(
+                r.experiment, progress=not args.quiet, threads=1 if engine == "kvm" else 0
+            )
+        names = list(results["kvm"].monitors)
+        rows = {n: {e: row(results[e], n) for e in ENGINES} for n in names}
+        doc = {
+            "experiment": str(path),
+            "duration_ns": results["kvm"].duration_ns,
+            "block_size": results["kvm"].block_size,
+            "monitors": rows,
+        }
+        with claim.stage() as staging:
+            for engine, result in results.items():
+                write_run_dir(result, staging / engine)
+            text = json.dumps(doc, indent=2) + "\n"
+            (staging / "validate.json").write_text(text, encoding="utf-8")
     if not args.quiet:
         print(format_table(rows))
         print(f"outputs in {out}", file=sys.stderr)
