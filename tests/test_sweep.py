@@ -179,9 +179,10 @@ def test_tiering_sweep_stores_a_row_per_policy_run(tmp_path: Path) -> None:
 def test_policy_row_of_a_workload_with_operations(tmp_path: Path) -> None:
     # A key-value workload's policy runs report ops/s and operation latency percentiles;
     # non-finite numbers (strict JSON has none) and whole floats in integer columns too.
-    from tierscope.sweep.store import Store
+    from tierscope.sweep.store import Store, claim_store
 
-    store = Store(tmp_path / "out", "s.toml", [{"id": "a", "params": {"rate": 2.5}}])
+    with claim_store(tmp_path / "out") as claim:
+        store = Store(claim, "s.toml", [{"id": "a", "params": {"rate": 2.5}}])
     summary = {
         "speedup_over_slow": 2.0,
         "gap_to_oracle": None,
@@ -349,7 +350,8 @@ def test_another_sweep_into_the_same_directory_is_refused(tmp_path: Path) -> Non
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "precious.txt").write_text("keep")
     proc = run_cli("sweep", "sweep.toml", "--out", "other", cwd=tmp_path)
-    assert proc.returncode == 2 and "not look like a tierscope sweep" in proc.stderr
+    assert proc.returncode == 2 and "not written by tierscope" in proc.stderr, proc.stderr
+    assert [p.name for p in (tmp_path / "other").iterdir()] == ["precious.txt"]
 
 
 def test_bad_sweep_names_file_line_and_field(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
 #: Where the experiment files live, relative to the repository root.
@@ -131,29 +132,32 @@ def main(
             "command line",
             f"--only: unknown experiment {unknown[0]!r} (expected one of {', '.join(EXPERIMENTS)})",
         )
-    outcome = run_sweep(
-        sweep(),
-        out,
-        executor=executor,
-        jobs=jobs,
-        outputs=True,
-        progress=progress,
-        source_name="repro telescope-tiering",
-        only=[f"base={n}" for n in names],
-    )
-    outcome.raise_if_failed("experiments")
-    rows: list[dict[str, Any]] = []
-    for n in names:
-        rows += rows_for(n, load(out / "runs" / f"base={n}").metrics)
-    text = format_table(rows)
-    print(text)
-    print(
-        f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
-        f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
-    )
-    (out / "repro.md").write_text(text + "\n", encoding="utf-8")
-    (out / "repro.json").write_text(
-        json.dumps({"rows": rows, "wall_s": outcome.run_wall_s}, indent=2) + "\n",
-        encoding="utf-8",
-    )
+    # DIR (a sweep store, with the tables beside it) is claimed and locked throughout.
+    with claim_store(out, adopt=("repro.md", "repro.json")) as claim:
+        outcome = run_sweep(
+            sweep(),
+            out,
+            executor=executor,
+            jobs=jobs,
+            outputs=True,
+            progress=progress,
+            source_name="repro telescope-tiering",
+            only=[f"base={n}" for n in names],
+        )
+        outcome.raise_if_failed("experiments")
+        rows: list[dict[str, Any]] = []
+        for n in names:
+            rows += rows_for(n, load(out / "runs" / f"base={n}").metrics)
+        text = format_table(rows)
+        print(text)
+        print(
+            f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
+            f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
+        )
+        with claim.stage() as staging:
+            (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
+            (staging / "repro.json").write_text(
+                json.dumps({"rows": rows, "wall_s": outcome.run_wall_s}, indent=2) + "\n",
+                encoding="utf-8",
+            )
     return 0

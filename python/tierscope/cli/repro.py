@@ -26,6 +26,13 @@ One layout is a coin flip too: where the hot regions sit decides Telescope-FLX's
 every monitor (tierscope.robustness), each as a sweep stored in DIR/NAME-layouts, and
 repro.md gives per monitor the p10 / median / p90 of precision and recall over those runs
 (per-run values in repro.json).
+
+DIR is tierscope's (tierscope-manifest.json names what it wrote) and is locked while
+repro runs: a second writer is refused. telescope and telescope-tiering resume the store
+already in DIR (its rows are kept; repro.md, repro.json and timelines are rewritten);
+cori and nemo replace an earlier output of theirs only with --force, and then only the
+files its manifest names. A non-empty DIR without the manifest is refused whatever the
+flags (an output from before manifests that holds sweep.json is adopted).
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from typing import Any
 
 from tierscope import paper, repro_cori, repro_nemo, repro_tiering, robustness
 from tierscope.experiment import config_error
+from tierscope.outdir import Claim
+from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
 #: Where the experiment files live, relative to the repository root.
@@ -56,6 +65,8 @@ NEEDLE_SEEDS = 200
 #: (docs/ROBUSTNESS.md gives the 20 x 5 distributions and their command).
 LAYOUTS = 10
 LAYOUT_SEEDS = 2
+#: repro's tables in its directory, beside the store.
+TABLES = ("repro.md", "repro.json")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,6 +84,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(Figures 1, 3, 5 on generated traces: --seeds)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="cori, nemo: replace an earlier output in DIR (only the files tierscope wrote "
+        "there); telescope and telescope-tiering resume their store without it",
+    )
     p.add_argument(
         "--only",
         action="append",
@@ -264,15 +281,14 @@ def paper_sweep() -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tierscope import load, run_sweep
-    from tierscope.plot import timeline
-
     if args.out is None:
         args.out = f"runs/repro-{args.paper}"
     if args.paper == "cori":
-        return repro_cori.main(Path(args.out), seeds=range(1, max(1, args.seeds) + 1))
+        return repro_cori.main(
+            Path(args.out), seeds=range(1, max(1, args.seeds) + 1), force=args.force
+        )
     if args.paper == "nemo":
-        repro_nemo.main(Path(args.out), quick=args.quick)
+        repro_nemo.main(Path(args.out), quick=args.quick, force=args.force)
         return 0
     if args.paper == "telescope-tiering":
         return repro_tiering.main(
@@ -309,6 +325,20 @@ def main(args: argparse.Namespace) -> int:
         if value < 0:
             raise config_error(SOURCE, f"{flag}: must be 0 or more, got {value}")
     out = Path(args.out)
+    # DIR is claimed (locked) for the whole reproduction: the store, the timelines and
+    # the tables.
+    with claim_store(out, adopt=TABLES) as claim:
+        return telescope(args, claim, names, layout_names)
+
+
+def telescope(
+    args: argparse.Namespace, claim: Claim, names: list[str], layout_names: set[str]
+) -> int:
+    """`repro telescope` into the store claimed by `claim`."""
+    from tierscope import load, run_sweep
+    from tierscope.plot import timeline
+
+    out = claim.target
     # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
     # with the same DIR resumes it, on either executor.
     outcome = run_sweep(
@@ -331,7 +361,10 @@ def main(args: argparse.Namespace) -> int:
         result = load(run_dir)
         if f"base={n}" in outcome.run_wall_s:
             walls[n] = outcome.run_wall_s[f"base={n}"]
-        timeline(result, run_dir / "timeline.png", title=paper.EXPERIMENTS[n])
+        with claim.stage() as staging:
+            path = staging / "runs" / f"base={n}" / "timeline.png"
+            path.parent.mkdir(parents=True)
+            timeline(result, path, title=paper.EXPERIMENTS[n])
         q, c = rows_for(n, result.metrics)
         quality += q
         cost += c
@@ -375,12 +408,14 @@ def main(args: argparse.Namespace) -> int:
         f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
         f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
     )
-    (out / "repro.md").write_text(text + "\n", encoding="utf-8")
-    (out / "repro.json").write_text(
-        json.dumps(
-            {"quality": quality, "cost": cost, "layouts": layouts, "wall_s": walls}, indent=2
+    with claim.stage() as staging:
+        (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
+        (staging / "repro.json").write_text(
+            json.dumps(
+                {"quality": quality, "cost": cost, "layouts": layouts, "wall_s": walls},
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
         )
-        + "\n",
-        encoding="utf-8",
-    )
     return 0

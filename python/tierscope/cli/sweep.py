@@ -22,7 +22,10 @@ the sweep file (docs/EXPERIMENTS.md, "Sweeps"): a base experiment, [set] overrid
 [[axes]] of values at config paths (lists, zipped), seeds; run ids are stable.
 outputs in DIR: sweep.json (the runs), rows/<run id>.parquet (one row per monitor
 and per tiering policy run, column `row`),
-runs/<run id>/ (full outputs, with --outputs).
+runs/<run id>/ (full outputs, with --outputs), tierscope-manifest.json (DIR is a
+tierscope sweep store). An absent or empty DIR is created; a store of the same sweep is
+resumed, never replaced; anything else is refused. DIR is locked while the sweep runs: a
+second sweep on it is refused at once, naming the first one's pid.
 """
 
 

@@ -42,11 +42,14 @@ def run_local(
                 if on_start is not None:
                     on_start(r)
                 active.append((r, _core.start_run(r.experiment._inner, 1)))
-            still = []
-            for r, h in active:
+            running, still = active, []
+            for i, (r, h) in enumerate(running):
                 if not h.done():
                     still.append((r, h))
                     continue
+                # Out of `active` before its result is taken: if storing the result
+                # fails, the runs still in flight are cancelled below, not this one.
+                active = still + running[i + 1 :]
                 finished += 1
                 try:
                     result = RunResult.from_raw(r.experiment, h.result())

@@ -8,14 +8,14 @@ import sys
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from tierscope.outdir import Claim
 from tierscope.output import write_output
 from tierscope.progress import ProgressBar
 from tierscope.results import RunResult
 from tierscope.sweep.local import run_local
 from tierscope.sweep.spec import SweepRun, SweepSource, expand_sweep
-from tierscope.sweep.store import Store
+from tierscope.sweep.store import Store, claim_store
 
 
 @dataclass
@@ -58,16 +58,38 @@ def run_sweep(
     the local executor (0: one per core). `outputs`: also write each run's full outputs
     (metrics.json, heatmaps, damo records) to out/runs/<id>. Failed runs are reported in
     the outcome and not stored, so a later call retries them. `only`: run just these run
-    ids (the others stay pending)."""
+    ids (the others stay pending).
+
+    The store is claimed and locked for the whole call (`claim_store`): another sweep on
+    it is refused with `OutputError` while this one runs, and so is a directory holding
+    anything but this sweep's store."""
     runs = expand_sweep(source, source_name=source_name)
-    directory = Path(out)
-    name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
-    store = Store(directory, name, [{"id": r.id, "params": r.params} for r in runs])
-    done = store.done()
     if only is not None:
         unknown = sorted(set(only) - {r.id for r in runs})
         if unknown:
             raise ValueError(f"no run {unknown[0]!r} in the sweep")
+    with claim_store(out) as claim:
+        return _run_claimed(
+            claim, source, runs, executor, jobs, address, outputs, progress, source_name, only
+        )
+
+
+def _run_claimed(
+    claim: Claim,
+    source: SweepSource,
+    runs: list[SweepRun],
+    executor: str,
+    jobs: int,
+    address: str | None,
+    outputs: bool,
+    progress: bool,
+    source_name: str | None,
+    only: Collection[str] | None,
+) -> SweepOutcome:
+    directory = claim.target
+    name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
+    store = Store(claim, name, [{"id": r.id, "params": r.params} for r in runs])
+    done = store.done()
     selected = [r for r in runs if only is None or r.id in only]
     pending = [r for r in selected if r.id not in done]
     outcome = SweepOutcome(runs=len(selected), skipped=len(selected) - len(pending))
@@ -79,7 +101,9 @@ def run_sweep(
         if r.id in started:
             outcome.run_wall_s[r.id] = time.monotonic() - started[r.id]
         if outputs and result is not None:
-            write_output(result, directory / "runs" / r.id)
+            # The store's runs/ is ours: an earlier output of a run that was stopped
+            # before its rows were stored is replaced.
+            write_output(result, directory / "runs" / r.id, force=True)
         store.write({"id": r.id, "params": r.params}, metrics)
         outcome.done += 1
 

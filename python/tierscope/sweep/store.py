@@ -4,6 +4,9 @@ with kill -9) keeps every finished run once and loses only the runs in flight, a
 restart skips the runs already stored.
 
 Layout of DIR:
+    tierscope-manifest.json the store's manifest (kind "sweep", tierscope.outdir): rows/ and
+                            runs/ are tierscope's, and the files it names (sweep.json,
+                            repro.md, ...)
     sweep.json              the expanded sweep: source, run ids and parameters
     rows/<run id>.parquet   one row per monitor of the run (`row` = "monitor") and, for an
                             experiment with [tiering], one per policy run (`row` = "policy")
@@ -11,21 +14,70 @@ Layout of DIR:
 
 A run's rows, monitor and policy rows alike, are one file: they are stored together or not
 at all, so the store's invariant (each finished run once, keyed by its id) holds for both.
+
+A store is written under its claim (`claim_store`): locked, so a second sweep on the same
+store is refused while the first runs; a store from before manifests (sweep.json without
+one) is adopted and resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tierscope import outdir
 from tierscope.experiment import config_error
-from tierscope.output import OutputError
+from tierscope.outdir import OutputError
+
+#: The subdirectories of a store whose whole content tierscope writes.
+STORE_DIRECTORIES = ("rows", "runs")
+
+
+def _adopt(extra: Sequence[str]) -> Callable[[Path], list[str] | None]:
+    """Recognises a store written before manifests: it has sweep.json (and maybe `extra`
+    files written beside it, such as repro's tables)."""
+
+    def adopt(d: Path) -> list[str] | None:
+        if not (d / "sweep.json").is_file():
+            return None
+        return ["sweep.json", *(n for n in extra if (d / n).is_file())]
+
+    return adopt
+
+
+@contextlib.contextmanager
+def claim_store(
+    directory: str | os.PathLike[str], *, adopt: Sequence[str] = ()
+) -> Iterator[outdir.Claim]:
+    """Claims the sweep store in `directory` (`tierscope.outdir.claim`, resumable, kind
+    "sweep"): created if absent or empty, continued if it is a store (or one from before
+    manifests, with `adopt` naming other files of ours beside its sweep.json), refused if
+    it holds anything else or another tierscope is writing it."""
+    with outdir.claim(
+        directory,
+        "sweep",
+        resume=True,
+        adopt=_adopt(adopt),
+        directories=STORE_DIRECTORIES,
+    ) as claim:
+        yield claim
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file of the store; a corrupt one is an `OutputError` naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise OutputError(f"{path}: cannot read it: {e}") from e
+
 
 #: Summary fields stored per (run, monitor), with their Arrow types.
 SUMMARY_COLUMNS: dict[str, pa.DataType] = {
@@ -141,11 +193,12 @@ def _param_value(v: Any, t: pa.DataType) -> Any:
 
 
 class Store:
-    """The result store in `directory` for the sweep whose runs are `runs`
-    (`{"id", "params"}` each, in order)."""
+    """The result store claimed by `claim` (`claim_store`) for the sweep whose runs are
+    `runs` (`{"id", "params"}` each, in order)."""
 
-    def __init__(self, directory: Path, source: str, runs: list[dict[str, Any]]) -> None:
-        self.directory = directory
+    def __init__(self, claim: outdir.Claim, source: str, runs: list[dict[str, Any]]) -> None:
+        self.claim = claim
+        self.directory = directory = claim.target
         self.rows = directory / "rows"
         self.runs = runs
         self.types = param_types(runs)
@@ -162,28 +215,29 @@ class Store:
         self._open(source)
 
     def _open(self, source: str) -> None:
-        d = self.directory
-        manifest = d / "sweep.json"
+        display = self.claim.display
+        manifest = self.directory / "sweep.json"
         doc = {"source": source, "runs": self.runs}
-        if d.exists() and not d.is_dir():
-            raise OutputError(f"{d}: exists and is not a directory; choose another --out")
         if manifest.is_file():
-            old = json.loads(manifest.read_text(encoding="utf-8"))
-            if [r["id"] for r in old.get("runs", [])] != [r["id"] for r in self.runs]:
+            old = _read_json(manifest)
+            runs = old.get("runs", []) if isinstance(old, dict) else None
+            if not isinstance(runs, list) or not all(
+                isinstance(r, dict) and "id" in r for r in runs
+            ):
+                raise OutputError(f"{manifest}: not a sweep's list of runs")
+            if [r["id"] for r in runs] != [r["id"] for r in self.runs]:
                 raise OutputError(
-                    f"{d}: holds another sweep (its runs differ from this one's); "
+                    f"{display}: holds another sweep (its runs differ from this one's); "
                     "choose another --out"
                 )
-        elif d.exists() and any(d.iterdir()):
-            raise OutputError(
-                f"{d}: exists and does not look like a tierscope sweep (no sweep.json); "
-                "refusing to write into it, choose another --out"
-            )
-        self.rows.mkdir(parents=True, exist_ok=True)
-        # A kill -9 may leave a temporary file behind: it never became a result.
-        for tmp in self.rows.glob(".*.tmp"):
-            tmp.unlink()
-        _atomic_write(manifest, (json.dumps(doc, indent=1) + "\n").encode())
+        try:
+            self.rows.mkdir(exist_ok=True)
+            # A kill -9 may leave a temporary file behind: it never became a result.
+            for tmp in self.rows.glob(".*.parquet.tmp"):
+                tmp.unlink()
+        except OSError as e:
+            raise outdir.cannot_write(display, e) from e
+        self.claim.put("sweep.json", (json.dumps(doc, indent=1) + "\n").encode())
 
     def done(self) -> set[str]:
         """Ids of the runs whose rows are stored."""
@@ -228,18 +282,27 @@ class Store:
 
     def write(self, run: dict[str, Any], metrics: dict[str, Any]) -> None:
         """Stores a finished run's rows (atomically: all of them or none)."""
-        sink = pa.BufferOutputStream()
-        pq.write_table(self.table(run, metrics), sink, compression="zstd")
-        _atomic_write(self.rows / f"{run['id']}.parquet", sink.getvalue().to_pybytes())
+        table = self.table(run, metrics)
+        try:
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd")
+            _atomic_write(self.rows / f"{run['id']}.parquet", sink.getvalue().to_pybytes())
+        except OSError as e:
+            raise outdir.cannot_write(self.claim.display, e) from e
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -263,6 +326,18 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+def read_rows(path: Path) -> pa.Table:
+    """A stored run's rows; a file that is not Parquet (a disk error, a hand edit) is an
+    `OutputError` naming it, to be removed so that the sweep runs that run again."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise OutputError(
+            f"{path}: not a readable Parquet file of rows ({' '.join(str(e).split())}); "
+            "remove it and run the sweep again to redo that run"
+        ) from e
+
+
 def load_sweep(directory: str | os.PathLike[str]) -> Any:
     """Every stored row of the sweep in `directory` as a polars DataFrame, in the sweep's
     run order: per run its monitor rows, then its policy rows (`row` tells them apart).
@@ -273,10 +348,14 @@ def load_sweep(directory: str | os.PathLike[str]) -> Any:
     manifest = d / "sweep.json"
     if not manifest.is_file():
         raise OutputError(f"{d}: not a tierscope sweep directory (no sweep.json)")
-    runs = json.loads(manifest.read_text(encoding="utf-8"))["runs"]
-    schema = row_schema(param_types(runs))
-    files = [d / "rows" / f"{r['id']}.parquet" for r in runs]
-    tables = [conform(pq.read_table(f), schema) for f in files if f.is_file()]
+    doc = _read_json(manifest)
+    try:
+        runs = doc["runs"]
+        schema = row_schema(param_types(runs))
+        files = [d / "rows" / f"{r['id']}.parquet" for r in runs]
+    except (KeyError, TypeError, AttributeError) as e:
+        raise OutputError(f"{manifest}: not a sweep's list of runs") from e
+    tables = [conform(read_rows(f), schema) for f in files if f.is_file()]
     if not tables:
         return pl.DataFrame()
     return pl.from_arrow(pa.concat_tables(tables, promote_options="default"))
