@@ -2,14 +2,16 @@
 output, or tierscope's binary format) and write it in the binary format, which an
 experiment replays faster (`[workload] trace = { path, format = "binary" }`, engine exact;
 docs/TRACES.md). Prints the trace's accesses, stores, touched 4 KiB pages and phase
-markers."""
+markers. DST is written all at once (into a temporary sibling moved into place); an
+existing DST is replaced only with --force."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from tierscope import _core
+from tierscope import _core, outdir
+from tierscope._core import ConfigError
 
 
 def register(sub: Any) -> None:
@@ -28,6 +30,7 @@ def register(sub: Any) -> None:
     c = tsub.add_parser("convert", help="read SRC, write DST in the binary format")
     c.add_argument("src", metavar="SRC", help="the trace to read")
     c.add_argument("dst", metavar="DST", nargs="?", help="the binary trace to write")
+    c.add_argument("--force", action="store_true", help="replace an existing DST")
     c.add_argument(
         "--format", choices=["lackey", "binary"], default="lackey", help="SRC's format"
     )
@@ -61,7 +64,18 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    info = _core.trace_convert(args.src, args.format, args.dst, args.instructions)
+    if args.dst is None:
+        info = _core.trace_convert(args.src, args.format, None, args.instructions)
+    else:
+        with outdir.file_output(args.dst, force=args.force) as path:
+            try:
+                info = _core.trace_convert(args.src, args.format, str(path), args.instructions)
+            except ConfigError as e:
+                if str(path) not in str(e):
+                    raise
+                # Writing failed (the binding names the file it wrote): name DST instead.
+                reason = str(e).split(f"{path}: ", 1)[-1]
+                raise outdir.OutputError(f"cannot write {args.dst}: {reason}") from None
     print(
         f"{info['accesses']} accesses ({info['stores']} stores) on {info['pages']} pages of "
         f"4 KiB; {len(info['markers'])} phase markers"

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tierscope import outdir
 from tierscope.output import OutputError, safe_name
 from tierscope.plot import placement_figure, throughput_figure, timeline_figure
 from tierscope.report.html import esc, figure, page, png, table
@@ -33,18 +34,33 @@ POLICY_TABLE = (
 )
 
 
-def write_report(directory: str | os.PathLike[str], out: Path | None = None) -> Path:
-    """Writes the report of the run or sweep in `directory` (default DIR/report.html)."""
+def write_report(
+    directory: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+) -> Path:
+    """Writes the report of the run or sweep in `directory` (default DIR/report.html),
+    through `tierscope.outdir`: into DIR, holding DIR's lock, replacing a report.html
+    tierscope wrote (its manifest names it) and recording it there; to `out`, a file,
+    refusing an existing one unless `force`. An existing DIR/report.html tierscope did
+    not write is replaced only with `force` too."""
     d = Path(directory)
     if (d / "metrics.json").is_file():
-        text = run_report(d)
+        make = run_report
     elif (d / "sweep.json").is_file():
-        text = sweep_report(d)
+        make = sweep_report
     else:
         raise OutputError(f"{d}: neither a run directory (metrics.json) nor a sweep (sweep.json)")
-    target = out or d / "report.html"
-    target.write_text(text, encoding="utf-8")
-    return target
+    if out is not None:
+        with outdir.file_output(out, force=force) as path:
+            path.write_text(make(d), encoding="utf-8")
+        return Path(out)
+    with outdir.claim(d, None, add=True, force=force) as claim:
+        text = make(d)
+        with claim.stage() as staging:
+            (staging / "report.html").write_text(text, encoding="utf-8")
+    return d / "report.html"
 
 
 def _figure(*size: float) -> Any:
