@@ -29,7 +29,7 @@ build: venv
 	$(BIN)/maturin develop --release --quiet
 
 run: build
-	$(BIN)/tierscope run experiments/default.toml --out runs/default
+	$(BIN)/tierscope run experiments/default.toml --out runs/default --force
 
 # Debian's headless Chromium, for the report tests (tests/test_report.py); where it cannot
 # be installed (no root, no apt) those tests skip with the reason.
@@ -58,5 +58,5 @@ RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g 
 	heap-10g-1m heap-64g-thp telescope-flush
 .PHONY: results
 results: build
-	for e in $(RESULTS); do $(BIN)/tierscope run --quiet experiments/$$e.toml --out runs/$$e || exit 1; done
+	for e in $(RESULTS); do $(BIN)/tierscope run --quiet --force experiments/$$e.toml --out runs/$$e || exit 1; done
 	$(BIN)/python scripts/results_table.py $(addprefix runs/,$(RESULTS))
