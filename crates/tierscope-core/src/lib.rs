@@ -5,6 +5,7 @@
 pub mod addr;
 pub mod cost;
 pub mod error;
+pub mod limits;
 pub mod machine;
 pub mod memtel;
 pub mod placement;

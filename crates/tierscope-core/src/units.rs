@@ -17,7 +17,8 @@ pub const NS_PER_S: u64 = 1_000_000_000;
 #[error("{0}")]
 pub struct UnitError(pub String);
 
-fn split_number(s: &str) -> Result<(f64, &str), UnitError> {
+/// The number at the start of `s` (digits, `.`, `_` separators) and the unit after it.
+fn split_number(s: &str) -> Result<(Number, &str), UnitError> {
     let s = s.trim();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -26,17 +27,48 @@ fn split_number(s: &str) -> Result<(f64, &str), UnitError> {
         return Err(UnitError(format!("`{s}` does not start with a number")));
     }
     let digits: String = s[..end].chars().filter(|&c| c != '_').collect();
-    let value: f64 = digits
-        .parse()
-        .map_err(|_| UnitError(format!("`{s}` does not start with a number")))?;
-    Ok((value, s[end..].trim()))
+    if digits.is_empty() {
+        return Err(UnitError(format!("`{s}` does not start with a number")));
+    }
+    let number = if digits.contains('.') {
+        Number::Decimal(
+            digits
+                .parse()
+                .map_err(|_| UnitError(format!("`{s}` does not start with a number")))?,
+        )
+    } else {
+        // Whole numbers are read exactly (a float would round those above 2^53); more
+        // digits than a u128 holds are out of any range anyway.
+        Number::Whole(digits.parse().unwrap_or(u128::MAX))
+    };
+    Ok((number, s[end..].trim()))
 }
 
-fn checked_round(value: f64, what: &str, text: &str) -> Result<u64, UnitError> {
-    if !value.is_finite() || value < 0.0 || value > u64::MAX as f64 {
-        return Err(UnitError(format!("{what} `{text}` is out of range")));
+/// A number as written: whole numbers exactly, decimals as floats.
+#[derive(Debug, Clone, Copy)]
+enum Number {
+    Whole(u128),
+    Decimal(f64),
+}
+
+/// `number * mult` rounded to a whole count, refused when it does not fit in a u64
+/// (never clamped). `mult` is a whole number for every unit.
+fn checked_scale(number: Number, mult: u64, what: &str, text: &str) -> Result<u64, UnitError> {
+    let out_of_range = || UnitError(format!("{what} `{}` is out of range", text.trim()));
+    match number {
+        Number::Whole(n) => n
+            .checked_mul(u128::from(mult))
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(out_of_range),
+        Number::Decimal(v) => {
+            let v = v * mult as f64;
+            // 2^64 itself is not a u64: `as` would clamp it to u64::MAX.
+            if !v.is_finite() || v < 0.0 || v.round() >= 18_446_744_073_709_551_616.0 {
+                return Err(out_of_range());
+            }
+            Ok(v.round() as u64)
+        }
     }
-    Ok(value.round() as u64)
 }
 
 /// Parses a size: a plain integer is bytes; suffixes B, KiB/MiB/GiB/TiB/PiB (powers of
@@ -44,38 +76,38 @@ fn checked_round(value: f64, what: &str, text: &str) -> Result<u64, UnitError> {
 /// tools).
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let (value, unit) = split_number(text)?;
-    let mult: f64 = match unit {
-        "" | "B" => 1.0,
-        "KiB" | "K" | "k" => 1024.0,
-        "MiB" | "M" => 1024.0 * 1024.0,
-        "GiB" | "G" => 1024.0f64.powi(3),
-        "TiB" | "T" => 1024.0f64.powi(4),
-        "PiB" | "P" => 1024.0f64.powi(5),
-        "KB" | "kB" => 1e3,
-        "MB" => 1e6,
-        "GB" => 1e9,
-        "TB" => 1e12,
-        "PB" => 1e15,
+    let mult: u64 = match unit {
+        "" | "B" => 1,
+        "KiB" | "K" | "k" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        "TiB" | "T" => 1 << 40,
+        "PiB" | "P" => 1 << 50,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        "PB" => 1_000_000_000_000_000,
         _ => {
             return Err(UnitError(format!(
                 "`{text}`: unknown size unit `{unit}` (expected B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB or PB)"
             )))
         }
     };
-    checked_round(value * mult, "size", text)
+    checked_scale(value, mult, "size", text)
 }
 
 /// Parses a duration into nanoseconds: units ns, us, ms, s, min, h. A bare number is an
 /// error because its unit would be a guess.
 pub fn parse_duration(text: &str) -> Result<Nanos, UnitError> {
     let (value, unit) = split_number(text)?;
-    let mult: f64 = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "min" | "m" => 60e9,
-        "h" => 3600e9,
+    let mult: u64 = match unit {
+        "ns" => 1,
+        "us" | "µs" => NS_PER_US,
+        "ms" => NS_PER_MS,
+        "s" => NS_PER_S,
+        "min" | "m" => 60 * NS_PER_S,
+        "h" => 3600 * NS_PER_S,
         "" => {
             return Err(UnitError(format!(
                 "duration `{text}` has no unit (expected ns, us, ms, s, min or h)"
@@ -87,7 +119,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, UnitError> {
             )))
         }
     };
-    checked_round(value * mult, "duration", text)
+    checked_scale(value, mult, "duration", text)
 }
 
 /// Parses an event rate per second: "10M/s", "10000000", "500k/s", "5kHz".
@@ -98,18 +130,18 @@ pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
         .or_else(|| unit.strip_suffix("Hz"))
         .unwrap_or(unit)
         .trim();
-    let mult: f64 = match unit {
-        "" => 1.0,
-        "k" | "K" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
+    let mult: u64 = match unit {
+        "" => 1,
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
         _ => {
             return Err(UnitError(format!(
                 "`{text}`: unknown rate unit (expected e.g. 10M/s, 500k/s, 5kHz or a plain number)"
             )))
         }
     };
-    checked_round(value * mult, "rate", text)
+    checked_scale(value, mult, "rate", text)
 }
 
 /// Formats bytes with the largest binary unit that divides them, e.g. "64GiB".
@@ -218,6 +250,19 @@ mod tests {
         assert_eq!(parse_size("123").unwrap(), 123);
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("GiB").is_err());
+        // Whole numbers are exact, and a size past u64 is refused, never clamped.
+        assert_eq!(parse_size("9007199254740993").unwrap(), (1 << 53) + 1);
+        assert_eq!(parse_size("18446744073709551615").unwrap(), u64::MAX);
+        for text in [
+            "18446744073709551616",
+            "16384PiB",
+            "16384.0PiB",
+            "1e400",
+            "99999999999999999999999999999999999999999999",
+        ] {
+            assert!(parse_size(text).is_err(), "{text}");
+        }
+        assert_eq!(parse_size("0.5KiB").unwrap(), 512);
         assert_eq!(format_size(64 << 30), "64GiB");
         assert_eq!(format_size(4097), "4097B");
     }
@@ -228,6 +273,9 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
         assert_eq!(parse_duration("2min").unwrap(), 120 * NS_PER_S);
         assert!(parse_duration("5").is_err());
+        // 2^64 - 1 ms is past u64 nanoseconds: refused, not clamped to 584 years.
+        assert!(parse_duration("18446744073709551615ms").is_err());
+        assert_eq!(parse_duration("18446744073709551615ns").unwrap(), u64::MAX);
         assert_eq!(format_duration(200 * NS_PER_MS), "200ms");
     }
 

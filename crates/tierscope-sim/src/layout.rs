@@ -57,12 +57,17 @@ pub fn lay_out(spec: &WorkloadSpec, paging: Paging, page: PageSize) -> Result<La
     let stack_end = user_top - 8 * GIB;
     let mmap_top = user_top - TIB;
     let libs = AddrRange::new(mmap_top - LIBS_SIZE, mmap_top);
+    // Checked: a spec that skipped validation may hold sizes near 2^64.
     let sizes: Vec<u64> = spec
         .regions
         .iter()
-        .map(|r| align_up(r.size.0, 2 * MIB))
-        .collect();
-    let total: u64 = sizes.iter().sum();
+        .map(|r| r.size.0.checked_next_multiple_of(2 * MIB))
+        .collect::<Option<_>>()
+        .ok_or("a region is larger than the address space")?;
+    let total = sizes
+        .iter()
+        .try_fold(0u64, |sum, &s| sum.checked_add(s))
+        .ok_or("the workload's regions add up to more than 2^64 bytes")?;
     let room = libs.start - 2 * MIB - PROGRAM.end - GIB;
     if total > room {
         return Err(format!(
@@ -132,6 +137,17 @@ mod tests {
         assert_eq!(l.region_starts[0] + 2 * MIB, l.heap.end);
         assert_eq!(l.region_starts[1], l.heap.start);
         assert!(l.heap.start.is_multiple_of(2 * MIB));
+    }
+
+    #[test]
+    fn sizes_near_two_to_the_64_are_errors_not_overflows() {
+        // Specs that skipped validation (the MASIM parser refuses these sizes).
+        let mut spec = parse_masim("a, 4096\nb, 4096\n\np\n10\na, 1, 4096, 1\n").unwrap();
+        spec.regions[0].size.0 = u64::MAX;
+        assert!(lay_out(&spec, Paging::FiveLevel, PageSize::Base4K).is_err());
+        spec.regions[0].size.0 = 1 << 63;
+        spec.regions[1].size.0 = 1 << 63;
+        assert!(lay_out(&spec, Paging::FiveLevel, PageSize::Base4K).is_err());
     }
 
     #[test]

@@ -59,6 +59,7 @@ impl AccessStream {
     /// `region_starts[i]` is where region `i` of `spec` is mapped.
     pub fn new(spec: &WorkloadSpec, region_starts: &[u64], rate: u64, rng: Rng) -> Self {
         let mut end_ns = 0;
+        let index = spec.region_indices();
         let phases: Vec<Phase> = spec
             .phases
             .iter()
@@ -69,13 +70,13 @@ impl AccessStream {
                     .patterns
                     .iter()
                     .map(|pat| {
-                        let r = spec.region_index(&pat.region).expect("validated spec");
+                        let r = index[pat.region.as_str()];
                         cumulative_weight += pat.weight as u64;
                         Pattern {
                             base: region_starts[r],
                             size: spec.regions[r].size.0,
                             kind: pat.kind,
-                            density: RegionDensity::of_pattern(spec, pat),
+                            density: RegionDensity::of_region(spec, pat, r),
                             stride: pat.stride.0,
                             mode: pat.mode,
                             cumulative_weight,

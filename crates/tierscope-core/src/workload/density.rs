@@ -71,8 +71,14 @@ impl RegionDensity {
     }
 
     /// The density of one pattern of `spec` (uniform for sequential patterns, which sweep).
+    /// A linear search for the region: for many patterns, see [`RegionDensity::of_region`].
     pub fn of_pattern(spec: &WorkloadSpec, pat: &PatternSpec) -> Self {
         let r = spec.region_index(&pat.region).expect("validated spec");
+        Self::of_region(spec, pat, r)
+    }
+
+    /// The density of one pattern of `spec` whose region is region `r`.
+    pub fn of_region(spec: &WorkloadSpec, pat: &PatternSpec, r: usize) -> Self {
         let d = match pat.kind {
             PatternKind::Random => pat.density,
             PatternKind::Sequential => Density::Uniform,

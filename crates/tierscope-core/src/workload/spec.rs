@@ -3,8 +3,12 @@
 
 use super::density::RegionDensity;
 use crate::error::FieldError;
+use crate::limits::{
+    human_bytes, MAX_DURATION_NS, MAX_HEAP, MAX_PATTERNS, MAX_PHASES, MAX_REGIONS,
+};
 use crate::units::{Duration, Nanos, Size};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// How a pattern walks its region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,22 +298,39 @@ pub struct WorkloadSpec {
 pub type SpecError = FieldError;
 
 impl WorkloadSpec {
-    /// Total bytes of all regions.
+    /// Total bytes of all regions (at most [`MAX_HEAP`] in a validated spec; saturating
+    /// otherwise).
     pub fn total_size(&self) -> u64 {
-        self.regions.iter().map(|r| r.size.0).sum()
+        self.regions
+            .iter()
+            .fold(0u64, |sum, r| sum.saturating_add(r.size.0))
     }
 
-    /// Duration of one pass over all phases.
+    /// Duration of one pass over all phases (at most [`MAX_DURATION_NS`] in a validated
+    /// spec; saturating otherwise).
     pub fn phases_duration(&self) -> Nanos {
-        self.phases.iter().map(|p| p.duration.0).sum()
+        self.phases
+            .iter()
+            .fold(0u64, |sum, p| sum.saturating_add(p.duration.0))
     }
 
-    /// Index of the region named `name`.
+    /// Index of the region named `name` (a linear search: for many lookups, see
+    /// [`WorkloadSpec::region_indices`]).
     pub fn region_index(&self, name: &str) -> Option<usize> {
         self.regions.iter().position(|r| r.name == name)
     }
 
-    /// Checks references and values; errors name the field path.
+    /// Every region's index by name (the first of a name defined twice).
+    pub fn region_indices(&self) -> HashMap<&str, usize> {
+        let mut map = HashMap::with_capacity(self.regions.len());
+        for (i, r) in self.regions.iter().enumerate() {
+            map.entry(r.name.as_str()).or_insert(i);
+        }
+        map
+    }
+
+    /// Checks references, values and the limits of docs/EXPERIMENTS.md ("Limits"); errors
+    /// name the field path. Linear in the size of the spec.
     pub fn validate(&self) -> Result<(), SpecError> {
         let err = |field: String, message: String| SpecError {
             file: None,
@@ -320,25 +341,82 @@ impl WorkloadSpec {
         if self.regions.is_empty() {
             return Err(err("regions".into(), "no regions defined".into()));
         }
+        if self.regions.len() > MAX_REGIONS {
+            return Err(err(
+                "regions".into(),
+                format!(
+                    "{} regions: more than the limit of {MAX_REGIONS}",
+                    self.regions.len()
+                ),
+            ));
+        }
+        let mut names: HashMap<&str, usize> = HashMap::with_capacity(self.regions.len());
+        // Each region is rounded up to 2 MiB in the address space; the sum is checked.
+        let mut heap: u64 = 0;
         for (i, r) in self.regions.iter().enumerate() {
             if r.size.0 == 0 {
                 return Err(err(format!("regions[{i}].size"), "must be positive".into()));
             }
-            if self.regions[..i].iter().any(|o| o.name == r.name) {
+            if names.insert(r.name.as_str(), i).is_some() {
                 return Err(err(
                     format!("regions[{i}].name"),
                     format!("region `{}` is defined twice", r.name),
                 ));
             }
+            heap = r
+                .size
+                .0
+                .checked_next_multiple_of(2 << 20)
+                .and_then(|s| heap.checked_add(s))
+                .filter(|&h| h <= MAX_HEAP)
+                .ok_or_else(|| {
+                    err(
+                        format!("regions[{i}].size"),
+                        format!(
+                            "the regions up to this one take more than the limit of {}                              ({} bytes, each region rounded up to 2 MiB)",
+                            human_bytes(MAX_HEAP),
+                            MAX_HEAP
+                        ),
+                    )
+                })?;
         }
         if self.phases.is_empty() {
             return Err(err("phases".into(), "no phases defined".into()));
         }
+        if self.phases.len() > MAX_PHASES {
+            return Err(err(
+                "phases".into(),
+                format!(
+                    "{} phases: more than the limit of {MAX_PHASES}",
+                    self.phases.len()
+                ),
+            ));
+        }
+        let mut pass: u64 = 0;
+        let mut patterns = 0usize;
         for (p, phase) in self.phases.iter().enumerate() {
             if phase.duration.0 == 0 {
                 return Err(err(
                     format!("phases[{p}].duration"),
                     "must be positive".into(),
+                ));
+            }
+            pass = pass
+                .checked_add(phase.duration.0)
+                .filter(|&d| d <= MAX_DURATION_NS)
+                .ok_or_else(|| {
+                    err(
+                        format!("phases[{p}].duration"),
+                        format!(
+                            "the phases up to this one last more than the limit of 30 days                              ({MAX_DURATION_NS} ns)"
+                        ),
+                    )
+                })?;
+            patterns = patterns.saturating_add(phase.patterns.len());
+            if patterns > MAX_PATTERNS {
+                return Err(err(
+                    format!("phases[{p}].patterns"),
+                    format!("the phases up to this one have more than {MAX_PATTERNS} patterns"),
                 ));
             }
             if phase.patterns.iter().all(|pat| pat.weight == 0) {
@@ -351,22 +429,47 @@ impl WorkloadSpec {
                 ));
             }
             for (i, pat) in phase.patterns.iter().enumerate() {
-                if self.region_index(&pat.region).is_none() {
+                let Some(&r) = names.get(pat.region.as_str()) else {
                     return Err(err(
                         format!("phases[{p}].patterns[{i}].region"),
                         format!("unknown region `{}`", pat.region),
                     ));
-                }
+                };
                 if pat.kind == PatternKind::Sequential && pat.stride.0 == 0 {
                     return Err(err(
                         format!("phases[{p}].patterns[{i}].stride"),
                         "a sequential pattern needs a positive stride".into(),
                     ));
                 }
+                // Past its region a stride wraps: it would walk as `stride mod size`.
+                let size = self.regions[r].size.0;
+                if pat.kind == PatternKind::Sequential && pat.stride.0 > size {
+                    return Err(err(
+                        format!("phases[{p}].patterns[{i}].stride"),
+                        format!(
+                            "{} bytes is more than region `{}` ({size} bytes)",
+                            pat.stride.0, pat.region
+                        ),
+                    ));
+                }
+                if pat.stride.0 > MAX_HEAP {
+                    return Err(err(
+                        format!("phases[{p}].patterns[{i}].stride"),
+                        format!(
+                            "{} bytes is more than the limit of {} ({MAX_HEAP} bytes)",
+                            pat.stride.0,
+                            human_bytes(MAX_HEAP)
+                        ),
+                    ));
+                }
                 if let Some((name, message)) = density_error(pat.density) {
                     return Err(err(format!("phases[{p}].patterns[{i}].{name}"), message));
                 }
-                if let Some((run, 0)) = RegionDensity::of_pattern(self, pat).hotspot_runs() {
+                let d = match pat.kind {
+                    PatternKind::Random => pat.density,
+                    PatternKind::Sequential => Density::Uniform,
+                };
+                if let Some((run, 0)) = RegionDensity::new(d, size, r).hotspot_runs() {
                     return Err(err(
                         format!("phases[{p}].patterns[{i}].hot_fraction"),
                         format!(

@@ -88,19 +88,20 @@ impl Workload {
         let mut patterns = vec![];
         let mut phases = vec![];
         let mut end_ns = 0;
+        let index = spec.region_indices();
         for p in &spec.phases {
             end_ns += p.duration.0;
             let mut cum = 0;
             let mut ids = vec![];
             for pat in &p.patterns {
-                let r = spec.region_index(&pat.region).expect("validated spec");
+                let r = index[pat.region.as_str()];
                 cum += pat.weight as u64;
                 ids.push((patterns.len() as u32, cum));
                 let start = region_starts[r];
                 patterns.push(Pattern {
                     region: AddrRange::new(start, start + spec.regions[r].size.0),
                     kind: pat.kind,
-                    density: RegionDensity::of_pattern(spec, pat),
+                    density: RegionDensity::of_region(spec, pat, r),
                     stride: pat.stride.0,
                     mode: pat.mode,
                 });
