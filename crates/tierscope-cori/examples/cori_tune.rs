@@ -212,7 +212,13 @@ fn main() -> ExitCode {
         for &seed in &args.seeds {
             for w in Workload::ALL {
                 let t0 = Instant::now();
-                let trace = w.generate(seed, scale);
+                let trace = match w.generate(seed, scale) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: --scales: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
                 match evaluate(w, scale, seed, &trace, &args, &mut curves) {
                     Ok(r) => rows.extend(r),
                     Err(e) => {

@@ -18,6 +18,9 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use tierscope_core::limits::{
+    open_limited, read_error, BoundedLines, MAX_TRACE_ACCESSES, MAX_TRACE_FILE, MAX_TRACE_LINE,
+};
 use tierscope_core::FieldError;
 
 /// cori-sim's page: 4 KiB (`traffic.py`: `paddr % 4096`).
@@ -33,29 +36,41 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads a trace file; errors carry the file and the 1-based line.
+    /// Reads a trace file (at most [`MAX_TRACE_FILE`] bytes, lines of at most
+    /// [`MAX_TRACE_LINE`] bytes, at most [`MAX_TRACE_ACCESSES`] requests); errors carry
+    /// the file and the 1-based line. The file is read as it comes, not held whole.
     pub fn from_file(path: &Path) -> Result<Trace, FieldError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| FieldError::new("", format!("cannot read: {e}")).in_file(&file))?;
-        Trace::parse(&text).map_err(|e| e.in_file(file))
+        let input = open_limited(path, MAX_TRACE_FILE, "trace")?;
+        Trace::read(std::io::BufReader::new(input), &file).map_err(|e| e.in_file(file))
     }
 
     /// Parses a trace's text; errors carry the 1-based line.
     pub fn parse(text: &str) -> Result<Trace, FieldError> {
+        Trace::read(text.as_bytes(), "").map_err(|e| FieldError { file: None, ..e })
+    }
+
+    /// Reads a trace line by line (`file` names it in errors). As cori-sim's
+    /// `readlines()`, a final newline ends the last line rather than starting an empty one.
+    fn read(input: impl std::io::BufRead, file: &str) -> Result<Trace, FieldError> {
         let mut builder = Builder::default();
-        // `readlines()` yields no empty line after a final newline; `split` does.
-        let body = text.strip_suffix('\n').unwrap_or(text);
-        if body.is_empty() {
-            return Err(FieldError::new("", "the trace has no addresses"));
-        }
-        for (i, line) in body.split('\n').enumerate() {
-            let at = |message: String| FieldError::new("address", message).at_line(Some(i + 1));
+        let mut lines = BoundedLines::new(input, MAX_TRACE_LINE);
+        let io = |e| read_error(file, "trace", MAX_TRACE_FILE, e);
+        while let Some((n, line)) = lines.next_line(file, io)? {
+            let at = |message: String| FieldError::new("address", message).at_line(Some(n));
             // cori-sim's first field: up to the first space (`line.split(' ')[0]`).
             let line = line.trim_start();
             let field = line.split(' ').next().unwrap_or("");
             let address = parse_address(field).map_err(at)?;
+            if builder.ids.len() as u64 >= MAX_TRACE_ACCESSES {
+                return Err(at(format!(
+                    "more than {MAX_TRACE_ACCESSES} requests (the limit of a trace)"
+                )));
+            }
             builder.push(address).map_err(at)?;
+        }
+        if builder.ids.is_empty() {
+            return Err(FieldError::new("", "the trace has no addresses"));
         }
         Ok(builder.finish())
     }
@@ -301,6 +316,11 @@ mod tests {
         }
         let missing = Trace::from_file(&dir.join("absent.txt")).unwrap_err();
         assert!(missing.to_string().contains("absent.txt: cannot read"));
+        // A device is read within the limits, not until the host's memory is gone.
+        if Path::new("/dev/zero").exists() {
+            let e = Trace::from_file(Path::new("/dev/zero")).unwrap_err();
+            assert!(e.to_string().contains("longer than 4096 bytes"), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,6 +17,9 @@
 use crate::trace::Trace;
 use tierscope_core::rng::Rng;
 
+/// Largest scale of a generated workload: 100 x 300 K = 30 M requests (a few hundred MB
+/// while generated).
+pub const MAX_SCALE: u64 = 100;
 /// Requests per page visit: one per cache line of a 4 KiB page.
 pub const LINES: u64 = 64;
 /// Hot pages of the strided workload, touched round-robin between array visits.
@@ -61,11 +64,21 @@ impl Workload {
         }
     }
 
-    /// The workload at `scale` (>= 1): about `scale * 300,000` requests, pages growing
-    /// with the scale (the triangular's rows as its square root, its requests being
-    /// quadratic in them).
-    pub fn generate(self, seed: u64, scale: u64) -> Trace {
-        let s = scale.max(1);
+    /// The workload at `scale` (1 to [`MAX_SCALE`]): about `scale * 300,000` requests,
+    /// pages growing with the scale (the triangular's rows as its square root, its requests
+    /// being quadratic in them). A scale out of range is an error (10^9 asked for an 8 TB
+    /// allocation).
+    pub fn generate(self, seed: u64, scale: u64) -> Result<Trace, String> {
+        if !(1..=MAX_SCALE).contains(&scale) {
+            return Err(format!(
+                "scale {scale} is out of range: 1 to {MAX_SCALE} (x 300 K requests)"
+            ));
+        }
+        Ok(self.generate_unchecked(seed, scale))
+    }
+
+    fn generate_unchecked(self, seed: u64, scale: u64) -> Trace {
+        let s = scale;
         match self {
             Workload::Strided => strided(seed, 300 * s, 16),
             Workload::Triangular => triangular(seed, (100.0 * (s as f64).sqrt()).round() as u64),
@@ -390,14 +403,23 @@ mod tests {
     #[test]
     fn the_same_seed_gives_the_same_trace() {
         for w in Workload::ALL {
-            let a = w.generate(9, 1);
-            assert_eq!(a, w.generate(9, 1), "{}", w.name());
+            let a = w.generate(9, 1).unwrap();
+            assert_eq!(a, w.generate(9, 1).unwrap(), "{}", w.name());
             assert_ne!(
                 a.page_numbers(),
-                w.generate(10, 1).page_numbers(),
+                w.generate(10, 1).unwrap().page_numbers(),
                 "{}",
                 w.name()
             );
+        }
+    }
+
+    /// Issue 28: `tierscope tune --scale 1000000000` asked for an 8 TB allocation.
+    #[test]
+    fn scales_out_of_range_are_errors() {
+        for scale in [0, MAX_SCALE + 1, 1_000_000_000, u64::MAX] {
+            let e = Workload::Random.generate(1, scale).unwrap_err();
+            assert!(e.contains("1 to 100"), "{e}");
         }
     }
 }

@@ -56,7 +56,7 @@ impl PyTrace {
                 PyValueError::new_err(format!("unknown workload `{name}` ({})", names.join(", ")))
             })?;
         Ok(PyTrace {
-            trace: w.generate(seed, scale),
+            trace: w.generate(seed, scale).map_err(PyValueError::new_err)?,
         })
     }
 

@@ -7,12 +7,12 @@ use pyo3::types::PyDict;
 use tierscope_core::workload::trace::{LackeyOptions, PageStats, Trace, STORE};
 use tierscope_core::FieldError;
 
+/// Reads a trace within the limits of docs/EXPERIMENTS.md ("Limits").
 fn read(src: &str, format: &str, instructions: bool) -> Result<Trace, FieldError> {
-    let file = std::fs::File::open(src).map_err(|e| FieldError::new("", format!("{src}: {e}")))?;
-    let input = std::io::BufReader::new(file);
+    let path = std::path::Path::new(src);
     match format {
-        "lackey" => Trace::read_lackey(input, src, LackeyOptions { instructions }),
-        "binary" => Trace::read_binary(input, src),
+        "lackey" => Trace::read_lackey_file(path, src, LackeyOptions { instructions }),
+        "binary" => Trace::read_binary_file(path, src),
         other => Err(FieldError::new(
             "format",
             format!("`{other}` is not a trace format (lackey, binary)"),
@@ -96,8 +96,21 @@ pub fn trace_page_stats<'py>(
 pub fn workload_page_stats<'py>(
     py: Python<'py>,
     experiment: &crate::experiment::PyExperiment,
-    accesses: u64,
+    accesses: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let limit = tierscope_core::limits::MAX_TRACE_ACCESSES;
+    let accesses = u64::try_from(accesses)
+        .ok()
+        .filter(|a| (1..=limit).contains(a))
+        .ok_or_else(|| {
+            config_error(
+                py,
+                &FieldError::new(
+                    "accesses",
+                    format!("expected 1 to {limit} accesses, got {accesses}"),
+                ),
+            )
+        })?;
     let exp = &experiment.inner;
     let s = py
         .detach(|| tierscope_experiment::page_stats::workload_page_stats(exp, accesses))

@@ -7,9 +7,14 @@
 
 use super::spec::{AccessMode, Density, PatternKind, PatternSpec, PhaseSpec, RegionSpec};
 use super::WorkloadSpec;
+use crate::limits::{
+    open_limited, read_error, BoundedLines, MAX_PHASES, MAX_TRACE_ACCESSES, MAX_TRACE_FILE,
+    MAX_TRACE_LINE,
+};
 use crate::units::{Duration, Size, NS_PER_S};
 use crate::FieldError;
 use std::io::{BufRead, Read, Write};
+use std::path::Path;
 
 /// Bit of a record that marks a store.
 pub const STORE: u64 = 1 << 63;
@@ -38,6 +43,15 @@ pub struct LackeyOptions {
     pub instructions: bool,
 }
 
+/// An error about the trace file: its field is `workload.trace`.
+fn at_trace(e: FieldError, file: &str) -> FieldError {
+    FieldError {
+        field: "workload.trace".into(),
+        file: Some(file.to_string()),
+        ..e
+    }
+}
+
 fn bad(file: &str, line: usize, what: String) -> FieldError {
     FieldError::new("workload.trace", what)
         .in_file(file)
@@ -45,30 +59,64 @@ fn bad(file: &str, line: usize, what: String) -> FieldError {
 }
 
 impl Trace {
+    /// Reads a lackey trace file (at most [`MAX_TRACE_FILE`] bytes; `shown` names it in
+    /// errors).
+    pub fn read_lackey_file(
+        path: &Path,
+        shown: &str,
+        opts: LackeyOptions,
+    ) -> Result<Trace, FieldError> {
+        let input = open_limited(path, MAX_TRACE_FILE, "trace").map_err(|e| at_trace(e, shown))?;
+        Trace::read_lackey(std::io::BufReader::new(input), shown, opts)
+    }
+
+    /// Reads a trace file in the binary format (at most [`MAX_TRACE_FILE`] bytes).
+    pub fn read_binary_file(path: &Path, shown: &str) -> Result<Trace, FieldError> {
+        let input = open_limited(path, MAX_TRACE_FILE, "trace").map_err(|e| at_trace(e, shown))?;
+        Trace::read_binary(std::io::BufReader::new(input), shown)
+    }
+
     /// Reads lackey's `--trace-mem=yes` output: ` L addr,size`, ` S addr,size`, ` M addr,size`
     /// (a load then a store), `I  addr,size` (instruction fetch), and our marker lines
     /// `# phase NAME`; valgrind's own lines (`==pid== ...`) and blank lines are skipped.
+    /// Lines are at most [`MAX_TRACE_LINE`] bytes, accesses at most [`MAX_TRACE_ACCESSES`]
+    /// and markers at most [`MAX_PHASES`].
     pub fn read_lackey(
         input: impl BufRead,
         file: &str,
         opts: LackeyOptions,
     ) -> Result<Trace, FieldError> {
         let mut t = Trace::default();
-        for (i, line) in input.lines().enumerate() {
-            let n = i + 1;
-            let line = line.map_err(|e| bad(file, n, format!("cannot read: {e}")))?;
+        let mut lines = BoundedLines::new(input, MAX_TRACE_LINE);
+        let io = |e| at_trace(read_error(file, "trace", MAX_TRACE_FILE, e), file);
+        while let Some((n, line)) = lines.next_line(file, io).map_err(|e| at_trace(e, file))? {
             let s = line.trim_end();
             if s.is_empty() || s.starts_with("==") || s.starts_with("--") {
                 continue;
             }
             if let Some(name) = s.strip_prefix("# phase ") {
+                if t.markers.len() >= MAX_PHASES {
+                    return Err(bad(
+                        file,
+                        n,
+                        format!("more than {MAX_PHASES} phase markers"),
+                    ));
+                }
                 t.mark(name.trim());
                 continue;
             }
             if s.starts_with('#') {
                 continue;
             }
-            let (kind, rest) = s.trim_start().split_at(1);
+            let s = s.trim_start();
+            let Some(kind) = s.get(..1) else {
+                return Err(bad(
+                    file,
+                    n,
+                    format!("expected `K addr,size` (K one of I, L, S, M), got `{s}`"),
+                ));
+            };
+            let rest = &s[1..];
             let Some((addr, size)) = rest.trim().split_once(',') else {
                 return Err(bad(
                     file,
@@ -102,6 +150,13 @@ impl Trace {
                         format!("unknown access kind `{k}` (expected I, L, S or M)"),
                     ))
                 }
+            }
+            if t.records.len() as u64 > MAX_TRACE_ACCESSES {
+                return Err(bad(
+                    file,
+                    n,
+                    format!("more than {MAX_TRACE_ACCESSES} accesses (the limit of a trace)"),
+                ));
             }
         }
         if t.records.is_empty() {
@@ -147,14 +202,22 @@ impl Trace {
         Ok(())
     }
 
-    /// Reads the binary format.
+    /// Reads the binary format. Counts are checked before anything is allocated for
+    /// them: at most [`MAX_PHASES`] markers with names of at most [`MAX_TRACE_LINE`]
+    /// bytes, at most [`MAX_TRACE_ACCESSES`] records, and the records are read as they
+    /// come (a short file is an error, not an allocation of what its header claims).
     pub fn read_binary(mut input: impl Read, file: &str) -> Result<Trace, FieldError> {
         let err = |m: String| FieldError::new("workload.trace", m).in_file(file);
+        let io = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                err(format!("truncated binary trace: {e}"))
+            } else {
+                at_trace(read_error(file, "trace", MAX_TRACE_FILE, e), file)
+            }
+        };
         let mut read = |n: usize| -> Result<Vec<u8>, FieldError> {
             let mut b = vec![0; n];
-            input
-                .read_exact(&mut b)
-                .map_err(|e| err(format!("truncated binary trace: {e}")))?;
+            input.read_exact(&mut b).map_err(io)?;
             Ok(b)
         };
         if read(8)?.as_slice() != MAGIC {
@@ -169,19 +232,38 @@ impl Trace {
             )));
         }
         let nmarkers = u32_of(read(4)?);
+        if nmarkers as usize > MAX_PHASES {
+            return Err(err(format!(
+                "{nmarkers} markers: more than the limit of {MAX_PHASES}"
+            )));
+        }
         let mut t = Trace::default();
         for _ in 0..nmarkers {
             let at = u64_of(read(8)?);
             let len = u32_of(read(4)?) as usize;
+            if len > MAX_TRACE_LINE {
+                return Err(err(format!(
+                    "a marker name of {len} bytes: more than the limit of {MAX_TRACE_LINE}"
+                )));
+            }
             let name = String::from_utf8(read(len)?)
                 .map_err(|_| err("a marker name is not UTF-8".into()))?;
             t.markers.push((at, name));
         }
-        let n = u64_of(read(8)?) as usize;
-        let bytes = read(
-            n.checked_mul(8)
-                .ok_or_else(|| err("record count overflows".into()))?,
-        )?;
+        let n = u64_of(read(8)?);
+        if n > MAX_TRACE_ACCESSES {
+            return Err(err(format!(
+                "{n} accesses: more than the limit of {MAX_TRACE_ACCESSES}"
+            )));
+        }
+        let mut bytes = vec![];
+        input.take(n * 8).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 != n * 8 {
+            return Err(err(format!(
+                "truncated binary trace: {} of {n} accesses",
+                bytes.len() / 8
+            )));
+        }
         t.records = bytes
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
@@ -190,7 +272,7 @@ impl Trace {
             return Err(err("the trace has no access".into()));
         }
         if t.markers.windows(2).any(|w| w[0].0 > w[1].0)
-            || t.markers.last().is_some_and(|m| m.0 > n as u64)
+            || t.markers.last().is_some_and(|m| m.0 > n)
         {
             return Err(err("markers out of order or past the last access".into()));
         }
@@ -470,5 +552,42 @@ I  04000000,3\n L 7ff000010,8\n S 7ff000018,4\n# phase compute\n M 0601000,8\n\
             placed,
             vec![0x2000_1000, 0x1000_0018 | STORE, 0x2020_0005, 0x2000_1000]
         );
+    }
+
+    #[test]
+    fn malformed_traces_are_errors_not_panics_or_huge_allocations() {
+        let opts = LackeyOptions {
+            instructions: false,
+        };
+        // A first character of several bytes was split inside it (a panic).
+        let e = Trace::read_lackey(" L 10,8\n\u{e9} 10,8\n".as_bytes(), "t", opts).unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        // An endless line (a device) stops at the line limit.
+        let endless = std::io::BufReader::new(std::io::repeat(b'L'));
+        let e = Trace::read_lackey(endless, "/dev/zero", opts).unwrap_err();
+        assert!(e.message.contains("longer than 4096 bytes"), "{e}");
+        assert_eq!(e.field, "workload.trace");
+        // Headers claiming 2^64 - 1 records, 4 G markers or a 4 GiB marker name: refused
+        // before anything is allocated for them.
+        let header = |markers: u32, name_len: u32, records: u64| {
+            let mut b = MAGIC.to_vec();
+            b.extend(VERSION.to_le_bytes());
+            b.extend(markers.to_le_bytes());
+            if markers > 0 {
+                b.extend(0u64.to_le_bytes());
+                b.extend(name_len.to_le_bytes());
+            }
+            b.extend(records.to_le_bytes());
+            b
+        };
+        for (bytes, says) in [
+            (header(0, 0, u64::MAX), "more than the limit"),
+            (header(0, 0, 1 << 27), "truncated"),
+            (header(u32::MAX, 0, 1), "more than the limit"),
+            (header(1, u32::MAX, 1), "more than the limit"),
+        ] {
+            let e = Trace::read_binary(bytes.as_slice(), "t.bin").unwrap_err();
+            assert!(e.message.contains(says), "{e}");
+        }
     }
 }
