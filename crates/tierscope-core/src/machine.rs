@@ -305,6 +305,42 @@ pub trait Engine: Machine + Send {
     fn end_report(&mut self) -> Result<Option<ProgramEnd>, String> {
         Ok(None)
     }
+
+    /// On a real machine, which runs in real time: what it achieved against what it was
+    /// asked (the access rate, each truth window's real length against the time the
+    /// monitor asked to sleep in it), for the runner's guards (docs/KVM.md); `None` on
+    /// the simulated engines, which always do exactly what they are asked.
+    fn real_time_report(&self) -> Option<RealTimeReport> {
+        None
+    }
+}
+
+/// What a real machine measured of its own run ([`Engine::real_time_report`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RealTimeReport {
+    /// Accesses per second per workload thread asked for; 0 when unpaced (as fast as it
+    /// can), when no rate applies (a real program).
+    pub rate_requested: f64,
+    /// Workload threads (vCPUs).
+    pub threads: usize,
+    /// One per truth window ([`Engine::take_truth`] call), in order.
+    pub windows: Vec<RealWindow>,
+}
+
+/// One truth window of a real machine's run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RealWindow {
+    /// Real time since the engine started, ns: the previous `take_truth` (0 for the
+    /// first window) and this one.
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+    /// The window's nominal length: the sum, over the [`Engine::advance_to`] calls in it,
+    /// of the time asked for (the target minus the time the previous call returned), i.e.
+    /// how long the window would have lasted had every wake-up taken no time and come on
+    /// time, as on a simulated engine.
+    pub nominal_ns: Nanos,
+    /// Accesses each workload thread did in the window (empty where not observable).
+    pub accesses: Vec<u64>,
 }
 
 /// How a real program ended.

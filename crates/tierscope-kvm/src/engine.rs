@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tierscope_core::machine::RealTimeReport;
 use tierscope_core::workload::WorkloadSpec;
 use tierscope_core::{
     AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
@@ -112,6 +113,10 @@ pub struct KvmEngine {
     id: u64,
     written_truth: bool,
     write_log: Option<KvmWriteLog>,
+    /// Accesses per second per vCPU asked for (0: unpaced).
+    rate: f64,
+    /// What each truth window achieved ([`Engine::real_time_report`]).
+    clock: crate::measure::WindowClock,
 }
 
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -166,6 +171,8 @@ impl KvmEngine {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             written_truth: params.written_truth,
             write_log: None,
+            rate: params.rate.max(0.0),
+            clock: crate::measure::WindowClock::new(params.threads),
         };
         engine.write_log = engine.dirty_log().map(|log| KvmWriteLog {
             log,
@@ -492,16 +499,22 @@ pub fn pages_to_blocks(pages: &[u64], block_shift: u32) -> BlockIntervals {
 
 impl Engine for KvmEngine {
     fn advance_to(&mut self, t: u64) {
+        self.clock.asked(t);
         let now = self.now();
         if t > now {
             std::thread::sleep(Duration::from_nanos(t - now));
         }
+        self.clock.returned(self.now());
     }
 
     /// The accessed blocks, or with `written_truth` the blocks in which the guest wrote at
     /// least one 4 KiB page during the window (the accessed counts are swapped anyway, so
     /// they do not pile up).
     fn take_truth(&mut self) -> BlockIntervals {
+        let done = (0..self.threads)
+            .map(|v| self.vcpu_word(v, vc::DONE))
+            .collect();
+        self.clock.close(self.now(), done);
         if self.written_truth {
             let _ = self.accessed_truth();
             let shift = self.vm().layout.block_shift;
@@ -523,6 +536,14 @@ impl Engine for KvmEngine {
 
     fn as_machine(&mut self) -> &mut dyn Machine {
         self
+    }
+
+    fn real_time_report(&self) -> Option<RealTimeReport> {
+        Some(RealTimeReport {
+            rate_requested: self.rate,
+            threads: self.threads,
+            windows: self.clock.windows().to_vec(),
+        })
     }
 }
 

@@ -9,9 +9,12 @@ mod ctrl;
 mod dirty_log;
 mod dirty_ring;
 mod engine;
+pub mod guard;
+mod measure;
 mod mem;
 pub mod options;
 mod pacer;
+pub mod probe;
 pub mod program;
 mod stats;
 mod vm;
@@ -19,6 +22,7 @@ mod vm;
 pub use dirty_log::DirtyLog;
 pub use engine::{pages_to_blocks, GuestCounters, KvmEngine, KvmParams};
 pub use options::KvmOptions;
+pub use probe::{accessed_probe, AccessedProbe};
 pub use vm::Layout;
 
 /// Why the KVM engine could not be used or failed.

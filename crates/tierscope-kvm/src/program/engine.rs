@@ -176,6 +176,9 @@ pub struct ProgramEngine {
     log: Fanout,
     syscall_sites: usize,
     path: std::path::PathBuf,
+    /// Each truth window's real and nominal length ([`Engine::real_time_report`]; a
+    /// program's accesses are not counted, and no rate applies).
+    clock: crate::measure::WindowClock,
 }
 
 fn config(path: &std::path::Path, what: impl std::fmt::Display) -> KvmError {
@@ -327,6 +330,7 @@ impl ProgramEngine {
             },
             syscall_sites: sites,
             path: p.path.clone(),
+            clock: crate::measure::WindowClock::new(0),
         };
         engine.refresh_mappings();
         let sh = shared.clone();
@@ -470,6 +474,7 @@ impl Machine for ProgramEngine {
 impl Engine for ProgramEngine {
     /// Real time: returns at `t`, or earlier once the program has ended.
     fn advance_to(&mut self, t: u64) {
+        self.clock.asked(t);
         loop {
             let now = self.now();
             if now >= t || self.finished() {
@@ -477,6 +482,7 @@ impl Engine for ProgramEngine {
             }
             std::thread::sleep(Duration::from_nanos((t - now).min(1_000_000)));
         }
+        self.clock.returned(self.now());
         self.note_end();
         self.refresh_mappings();
     }
@@ -484,6 +490,7 @@ impl Engine for ProgramEngine {
     /// The blocks the program wrote since the last call (its own stores, from KVM's dirty
     /// log, and the host's stores for its calls).
     fn take_truth(&mut self) -> BlockIntervals {
+        self.clock.close(self.now(), vec![]);
         self.log.harvest();
         let mut pages = vec![];
         Fanout::take(&mut self.log.for_truth, &mut pages);
@@ -504,6 +511,14 @@ impl Engine for ProgramEngine {
 
     fn finished(&self) -> bool {
         ProgramEngine::finished(self)
+    }
+
+    fn real_time_report(&self) -> Option<tierscope_core::machine::RealTimeReport> {
+        Some(tierscope_core::machine::RealTimeReport {
+            rate_requested: 0.0,
+            threads: 0,
+            windows: self.clock.windows().to_vec(),
+        })
     }
 
     fn end_report(&mut self) -> Result<Option<ProgramEnd>, String> {
