@@ -5,18 +5,45 @@
 use crate::config::{EngineKind, Experiment};
 use crate::run::RunError;
 use tierscope_core::rng::Rng;
-use tierscope_core::{Capabilities, Capability, Engine, Monitor};
+use tierscope_core::{Capabilities, Capability, CostCounters, Engine, Monitor};
+use tierscope_kvm::guard::RealCheck;
 use tierscope_kvm::program::{Input, ProgramEngine, ProgramParams};
 use tierscope_kvm::{KvmEngine, KvmError, KvmParams};
 use tierscope_monitors::Truth;
 use tierscope_sim::{SimEngine, WorkloadParams};
 
 /// Ok when the experiment's engine can run on this host, else why not (one line).
+/// On kvm it also runs the ACCESSED probe ([`tierscope_kvm::probe`]; once per process),
+/// whose answer each monitor's [`real_check`] carries.
 pub fn check_available(exp: &Experiment) -> Result<(), RunError> {
     if exp.machine.engine == EngineKind::Kvm {
         tierscope_kvm::kvm_available().map_err(RunError::Unavailable)?;
+        let _ = tierscope_kvm::accessed_probe();
     }
     Ok(())
+}
+
+/// The guards of monitor `index`'s run on a real machine (docs/KVM.md, "Guards against
+/// silently wrong results"): what the engine achieved against what was asked, and whether
+/// the monitor clears ACCESSED bits without a flush reaching the host on a host that does
+/// not set them again without one. `None` on the simulated engines.
+pub fn real_check(
+    exp: &Experiment,
+    index: usize,
+    engine: &dyn Engine,
+    cost: &CostCounters,
+) -> Option<RealCheck> {
+    let report = engine.real_time_report()?;
+    let flushed = exp.monitors[index].config.flushes()
+        && exp.machine.kvm_options().execute_flushes
+        && cost.flushes_page + cost.flushes_full > 0;
+    let clears_without_flush = cost.clear_ops > 0 && !flushed;
+    Some(tierscope_kvm::guard::check(
+        &report,
+        exp.warmup_ns,
+        clears_without_flush,
+        Some(tierscope_kvm::accessed_probe()),
+    ))
 }
 
 /// None when the kvm engine can run on this host, else the one-line reason.

@@ -75,6 +75,10 @@ pub struct MonitorRun {
     /// The real program's exit status; `None` when it was stopped (or on a synthetic
     /// workload).
     pub program_status: Option<i32>,
+    /// On the kvm engine: what the run achieved against what was asked, and whether the
+    /// run is valid (`tierscope_kvm::guard`, docs/KVM.md); `None` on simulated engines,
+    /// whose runs always are.
+    pub kvm: Option<tierscope_kvm::guard::RealCheck>,
 }
 
 /// A whole experiment's outcome.

@@ -208,6 +208,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         exp.hot_threshold,
     );
     let cost = *engine.as_machine().cost();
+    let kvm = crate::build::real_check(exp, index, engine.as_ref(), &cost);
     let changes = evaluate::phase_changes(&exp.workload.spec, exp.warmup_ns, exp.duration_ns);
     let summary = evaluate::summarize(
         &windows,
@@ -234,6 +235,7 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
             monitor_cpu_ns,
             program,
             program_status,
+            kvm,
         },
         heap,
         mappings,

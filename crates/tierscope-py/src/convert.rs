@@ -8,7 +8,10 @@
 //! ```text
 //! {"duration_ns", "block_size", "heap": {"start", "end"}, "mappings": [...],
 //!  "monitors": [{"name", "kind", "intervals", "summary", "cost", "machine", "impact",
-//!                "monitor_cpu_ns",
+//!                "monitor_cpu_ns", "program", "program_status",
+//!                "kvm": null, or on the kvm engine the guards' figures and verdict
+//!                       (`tierscope_kvm::guard::RealCheck`: "valid", "invalid_reason",
+//!                       "rate_requested", "rate_achieved", ...),
 //!                "windows":   {"start_ns", "end_ns", "precision", "recall", "f1",
 //!                              "reported_hot_bytes", "true_hot_bytes", "nr_regions",
 //!                              "cycles"},
@@ -160,6 +163,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "monitor_cpu_ns": m.monitor_cpu_ns,
             "program": m.program,
             "program_status": m.program_status,
+            "kvm": m.kvm,
         })).collect::<Vec<_>>(),
         "policies": r.policies,
     });
