@@ -99,6 +99,8 @@ def test_quick_form_on_kvm_has_the_shape_of_a_simulated_run(kvm_dir: Path) -> No
     mk = json.loads((kvm_dir / "kvm" / "metrics.json").read_text())
     ms = json.loads((kvm_dir / "exact" / "metrics.json").read_text())
     assert mk["experiment"]["machine"]["engine"] == "kvm"
+    # The same keys, and on kvm the guards' figures (docs/KVM.md).
+    assert all(m.pop("kvm")["rate_requested"] == 2e6 for m in mk["monitors"].values())
     assert shape(mk["monitors"]) == shape(ms["monitors"])
     assert sorted(p.name for p in (kvm_dir / "kvm").iterdir()) == sorted(
         p.name for p in (kvm_dir / "exact").iterdir()

@@ -141,6 +141,21 @@ class MonitorResult:
     #: The real program's exit status (8 bits); None when it was stopped at the run's end
     #: or for synthetic workloads.
     program_status: int | None = None
+    #: On the kvm engine: the guards' figures and verdict (valid, invalid_reason,
+    #: rate_requested, rate_achieved, windows_stretched, the ACCESSED probe, ...;
+    #: docs/KVM.md); None on the simulated engines.
+    kvm: dict[str, Any] | None = None
+
+    @property
+    def valid(self) -> bool:
+        """False when the kvm engine fell short of what was asked (docs/KVM.md); the
+        scores are kept all the same."""
+        return bool(self.kvm.get("valid", True)) if self.kvm else True
+
+    @property
+    def invalid_reason(self) -> str | None:
+        """Why the run is not valid (one line with the numbers), None when it is."""
+        return None if self.valid or not self.kvm else self.kvm.get("invalid_reason")
 
     @property
     def nr_windows(self) -> int:
@@ -155,9 +170,12 @@ class MonitorResult:
 
     def metrics(self) -> dict[str, Any]:
         """This monitor's entry of metrics.json: the summary fields first (precision,
-        recall, f1, cycles, cpu_percent, bits_cleared, entries_read, ...), then kind,
-        intervals, cost, machine, impact, monitor_cpu_ns and windows."""
+        recall, f1, cycles, cpu_percent, bits_cleared, entries_read, ...), valid and
+        invalid_reason, then kind, intervals, cost, machine, impact, monitor_cpu_ns, on
+        kvm the guards' figures (`kvm`), and windows."""
         out: dict[str, Any] = {k: _finite_or_none(v) for k, v in self.summary.items()}
+        out["valid"] = self.valid
+        out["invalid_reason"] = self.invalid_reason
         out["kind"] = self.kind
         out["intervals"] = dict(self.intervals)
         out["cost"] = dict(self.cost)
@@ -167,6 +185,8 @@ class MonitorResult:
         if self.program is not None:
             out["program"] = self.program
             out["program_status"] = self.program_status
+        if self.kvm is not None:
+            out["kvm"] = {k: _finite_or_none(v) for k, v in self.kvm.items()}
         out["windows"] = self.window_records()
         return out
 
@@ -244,6 +264,9 @@ _NOT_SUMMARY = (
     "monitor_cpu_ns",
     "program",
     "program_status",
+    "valid",
+    "invalid_reason",
+    "kvm",
     "windows",
 )
 
@@ -293,6 +316,7 @@ class RunResult:
                 truth=Truth(**_arrays(m["truth"], TRUTH_DTYPES), block_size=raw["block_size"]),
                 program=m.get("program"),
                 program_status=m.get("program_status"),
+                kvm=m.get("kvm"),
             )
         policies = {}
         raw_policies = raw.get("policies") or []
@@ -341,6 +365,7 @@ class RunResult:
                 truth=Truth(**pick("truth", TRUTH_DTYPES), block_size=block_size),
                 program=m.get("program"),
                 program_status=m.get("program_status"),
+                kvm=m.get("kvm"),
             )
         policies = {}
         for name, p in (metrics.get("policies") or {}).items():

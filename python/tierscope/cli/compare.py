@@ -37,6 +37,10 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("app_slowdown_percent", "app slowdown %", "{:.4f}"),
 ]
 
+#: The column added when some monitor's run is invalid (the kvm engine's guards,
+#: docs/KVM.md): "yes", or "NO" with the reason printed below the table.
+VALID_COLUMN: tuple[str, str, str] = ("valid", "valid", "yes/no")
+
 #: The columns of the policy table (runs of `[tiering]` policies), like `COLUMNS`.
 POLICY_COLUMNS: list[tuple[str, str, str]] = [
     ("run", "policy run", "{}"),
@@ -54,7 +58,9 @@ columns: Gcycles = the monitor's cycles in billions (Table 2); bits flipped = AC
 bits cleared from 1 to 0 (Figure 10); window s = mean window length after warm-up (for a
 linear scan, one full pass); missed hot MiB/window = truly hot memory reported cold, the
 mean over windows after warm-up; app slowdown % = the modelled application slowdown
-(docs/BASELINES.md).
+(docs/BASELINES.md); valid (only when some run is not) = NO where the kvm engine fell
+short of what was asked, or the monitor cannot see this host's ACCESSED bits set again
+(docs/KVM.md): its scores are kept, the reason follows the table.
 
 policy table (runs with [tiering]): one row per policy run (`policy@monitor` for a policy
 fed by a monitor); speed-up over slow = the application time with everything on the
@@ -127,6 +133,8 @@ def rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
                 "window_s": sum(lengths) / len(lengths) / 1e9 if lengths else None,
                 "missed_hot_mib": sum(missed) / len(missed) / 2**20 if missed else None,
                 "app_slowdown_percent": None if slowdown is None else 100.0 * slowdown,
+                "valid": bool(m.get("valid", True)),
+                "invalid_reason": m.get("invalid_reason"),
             }
         )
     return out
@@ -159,6 +167,8 @@ def policy_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
 def format_cell(value: Any, fmt: str) -> str:
     if value is None:
         return "-"
+    if fmt == "yes/no":
+        return "yes" if value else "NO"
     try:
         return fmt.format(value)
     except (ValueError, TypeError):
@@ -198,6 +208,16 @@ def format_markdown(table: list[dict[str, Any]], columns: Columns = COLUMNS) -> 
     return "\n".join(lines)
 
 
+def monitor_columns(table: list[dict[str, Any]]) -> tuple[Columns, list[str]]:
+    """The monitor table's columns (with `valid` when some run is invalid) and one line
+    per invalid run giving its reason."""
+    invalid = [r for r in table if not r.get("valid", True)]
+    if not invalid:
+        return COLUMNS, []
+    notes = [f"{r['monitor']}: invalid: {r.get('invalid_reason') or '?'}" for r in invalid]
+    return [*COLUMNS, VALID_COLUMN], notes
+
+
 def load(directory: Path) -> dict[str, Any]:
     path = directory / "metrics.json"
     try:
@@ -221,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"tierscope: error: {e}", file=sys.stderr)
         return 2
     table, policies = rows(metrics), policy_rows(metrics)
-    markdown = format_markdown(table)
+    columns, notes = monitor_columns(table)
+    markdown = format_markdown(table, columns) + "".join(f"\n\n{n}" for n in notes)
     if policies:
         markdown += "\n\n" + format_markdown(policies, POLICY_COLUMNS)
     if args.format == "json":
@@ -231,7 +252,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         print(markdown)
     else:
-        print(format_table(table))
+        print(format_table(table, columns))
+        for note in notes:
+            print(note)
         if policies:
             print()
             print(format_table(policies, POLICY_COLUMNS))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tierscope import _core
+from tierscope import _core, guards
 from tierscope._core import ConfigError
 from tierscope.experiment import config_error
 from tierscope.results import RunResult
@@ -297,22 +297,23 @@ def quick_error(e: ConfigError) -> ConfigError:
 
 
 def format_table(result: RunResult) -> str:
-    """The summary table printed after a run."""
+    """The summary table printed after a run; with a `valid` column (yes / NO) when some
+    monitor's kvm run is invalid (its scores are kept; the reason goes to stderr)."""
+    flagged = any(not m.valid for m in result.monitors.values())
     head = ("monitor", "precision", "recall", "f1", "cpu %", "bits cleared", "entries read")
-    rows = [head]
+    rows = [(*head, "valid") if flagged else head]
     for name, m in result.monitors.items():
         s = m.summary
-        rows.append(
-            (
-                name,
-                f"{s['precision']:.3f}",
-                f"{s['recall']:.3f}",
-                f"{s['f1']:.3f}",
-                f"{s['cpu_percent']:.3f}",
-                f"{s['bits_cleared']:,}",
-                f"{s['entries_read']:,}",
-            )
+        row = (
+            name,
+            f"{s['precision']:.3f}",
+            f"{s['recall']:.3f}",
+            f"{s['f1']:.3f}",
+            f"{s['cpu_percent']:.3f}",
+            f"{s['bits_cleared']:,}",
+            f"{s['entries_read']:,}",
         )
+        rows.append((*row, "yes" if m.valid else "NO") if flagged else row)
     return align(rows)
 
 
@@ -363,6 +364,7 @@ def main(args: argparse.Namespace) -> int:
         if m.program is not None and not args.quiet:
             # The program's own output went to stdout; how it ended goes beside it.
             print(f"{m.name}: {m.program}", file=sys.stderr)
+    guards.report(result, quiet=args.quiet)
     if not args.quiet:
         print(format_table(result))
         policies = format_policy_table(result)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tierscope import outdir
+from tierscope import guards, outdir
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult, _finite_or_none
 from tierscope.texttable import align
@@ -75,6 +75,9 @@ def row(result: RunResult, name: str) -> dict[str, Any] | None:
         "flushes": s["flushes"],
         "windows_evaluated": s["windows_evaluated"],
         "accesses_per_s": m.machine.get("accesses", 0) / duration_s,
+        # The kvm engine's guards (docs/KVM.md); always true on exact.
+        "valid": m.valid,
+        "invalid_reason": m.invalid_reason,
     }
     # validate.json is strict JSON: NaN (no window evaluated) becomes null.
     return {k: _finite_or_none(v) for k, v in values.items()}
@@ -164,6 +167,7 @@ def main(args: argparse.Namespace) -> int:
                 write_run_dir(result, staging / engine)
             text = json.dumps(doc, indent=2) + "\n"
             (staging / "validate.json").write_text(text, encoding="utf-8")
+    guards.report(results["kvm"], quiet=args.quiet)
     if not args.quiet:
         print(format_table(rows))
         print(f"outputs in {out}", file=sys.stderr)
