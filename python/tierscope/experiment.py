@@ -86,9 +86,19 @@ ExperimentSource = Experiment | Mapping[str, Any] | str | os.PathLike[str]
 
 def read_config_file(path: Path, name: str, what: str) -> tuple[str, str]:
     """The text of a TOML or JSON file (JSON when it ends in .json) and its format;
-    `ConfigError` naming `name` when it cannot be read."""
+    `ConfigError` naming `name` when it cannot be read or is larger than the limit of
+    docs/EXPERIMENTS.md ("Limits"), checked on its metadata and while reading (a device or
+    a pipe reports no size)."""
+    limit = _core.limits()["config_file_bytes"]
+    too_large = f"the {what} file is larger than {limit >> 20} MiB (the limit)"
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > limit:
+                raise config_error(name, too_large)
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise config_error(name, too_large)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise config_error(name, f"cannot read the {what} file: {reason}") from None

@@ -182,7 +182,59 @@ impl Default for CostModel {
     }
 }
 
+/// Largest cycles per operation accepted (10^9: half a second at the default clock).
+pub const MAX_OP_CYCLES: f64 = 1e9;
+/// Range of `cpu_hz` accepted: 1 MHz to 100 GHz.
+pub const CPU_HZ_RANGE: (f64, f64) = (1e6, 1e11);
+
 impl CostModel {
+    /// Every cost with its field name (`cpu_hz` apart).
+    fn costs(&self) -> [(&'static str, f64); 20] {
+        [
+            ("entry_read", self.entry_read),
+            ("walk_step", self.walk_step),
+            ("clear", self.clear),
+            ("flush_page", self.flush_page),
+            ("flush_full", self.flush_full),
+            ("region_visit", self.region_visit),
+            ("random_draw", self.random_draw),
+            ("region_split", self.region_split),
+            ("region_merge", self.region_merge),
+            ("pmu_interrupt", self.pmu_interrupt),
+            ("pmu_sample", self.pmu_sample),
+            ("scan_page", self.scan_page),
+            ("scan_batch", self.scan_batch),
+            ("scan_sleep", self.scan_sleep),
+            ("log_page", self.log_page),
+            ("hint_fault", self.hint_fault),
+            ("nemo_state_read", self.nemo_state_read),
+            ("nemo_translation_write", self.nemo_translation_write),
+            ("nemo_interrupt", self.nemo_interrupt),
+            ("pml_exit", self.pml_exit),
+        ]
+    }
+
+    /// Cycles are counts: each cost in [0, [`MAX_OP_CYCLES`]], and a clock in
+    /// [`CPU_HZ_RANGE`] (a zero clock would make every share of a core infinite).
+    pub fn validate(&self) -> Result<(), crate::FieldError> {
+        for (name, v) in self.costs() {
+            if !(0.0..=MAX_OP_CYCLES).contains(&v) {
+                return Err(crate::FieldError::new(
+                    name,
+                    format!("expected cycles from 0 to {MAX_OP_CYCLES:e}, got {v}"),
+                ));
+            }
+        }
+        let (lo, hi) = CPU_HZ_RANGE;
+        if !(lo..=hi).contains(&self.cpu_hz) {
+            return Err(crate::FieldError::new(
+                "cpu_hz",
+                format!("expected {lo:e} to {hi:e} Hz, got {}", self.cpu_hz),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn cycles(&self, c: &CostCounters) -> f64 {
         c.entries_read as f64 * self.entry_read
             + c.walk_steps as f64 * self.walk_step
@@ -250,5 +302,41 @@ mod tests {
             ..Default::default()
         };
         assert!((m.cpu_percent(&full, 1_000_000_000) - 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn negative_costs_and_a_zero_clock_are_refused() {
+        assert!(CostModel::default().validate().is_ok());
+        let bad = |m: CostModel| m.validate().unwrap_err().field;
+        let d = CostModel::default();
+        assert_eq!(
+            bad(CostModel {
+                entry_read: -5.0,
+                ..d
+            }),
+            "entry_read"
+        );
+        assert_eq!(
+            bad(CostModel {
+                pml_exit: f64::NAN,
+                ..d
+            }),
+            "pml_exit"
+        );
+        assert_eq!(bad(CostModel { cpu_hz: 0.0, ..d }), "cpu_hz");
+        assert_eq!(
+            bad(CostModel {
+                cpu_hz: -2.1e9,
+                ..d
+            }),
+            "cpu_hz"
+        );
+        assert_eq!(
+            bad(CostModel {
+                cpu_hz: f64::INFINITY,
+                ..d
+            }),
+            "cpu_hz"
+        );
     }
 }

@@ -8,7 +8,8 @@ use crate::result::{MonitorRun, Progress, RunResult};
 use crate::tiering_run::PolicyRun;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use tierscope_core::{AddrRange, Capabilities, MachineStats, Mapping};
+use tierscope_core::limits::{human_bytes, MAX_KEPT_BYTES};
+use tierscope_core::{AddrRange, Capabilities, FieldError, MachineStats, Mapping};
 use tierscope_monitors::Truth;
 
 /// Why a run did not finish.
@@ -20,6 +21,10 @@ pub enum RunError {
     Engine(String),
     /// The engine cannot run on this host (no /dev/kvm, a missing capability): one line.
     Unavailable(String),
+    /// The run reached a limit of docs/EXPERIMENTS.md ("Limits") that depends on how it
+    /// unfolds (the per-window data a monitor's run keeps): bad input, like a
+    /// `ConfigError`, naming the field to change.
+    Limit(FieldError),
 }
 
 impl std::fmt::Display for RunError {
@@ -28,6 +33,7 @@ impl std::fmt::Display for RunError {
             RunError::Cancelled => f.write_str("run cancelled"),
             RunError::Engine(m) => f.write_str(m),
             RunError::Unavailable(m) => write!(f, "the kvm engine cannot run here: {m}"),
+            RunError::Limit(e) => write!(f, "{e}"),
         }
     }
 }
@@ -45,6 +51,17 @@ pub fn run_experiment(
     exp: &Experiment,
     progress: &Progress,
     max_threads: usize,
+) -> Result<RunResult, RunError> {
+    run_experiment_kept(exp, progress, max_threads, MAX_KEPT_BYTES)
+}
+
+/// [`run_experiment`] with each monitor's run keeping at most `kept_limit` bytes of
+/// per-window data (tests use a small one).
+pub fn run_experiment_kept(
+    exp: &Experiment,
+    progress: &Progress,
+    max_threads: usize,
+    kept_limit: u64,
 ) -> Result<RunResult, RunError> {
     let n = exp.monitors.len();
     // A run of the same access stream with no monitor, to count the walks flushes add
@@ -65,7 +82,10 @@ pub fn run_experiment(
     } else {
         max_threads
     }
-    .clamp(1, jobs);
+    .clamp(1, jobs)
+    // Exact engines as many at once as the host's memory holds (results do not depend on
+    // the number of threads).
+    .min(crate::config::limits::engines_fitting(exp));
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<Result<OneRun, RunError>>>> =
         Mutex::new((0..n).map(|_| None).collect());
@@ -98,7 +118,7 @@ pub fn run_experiment(
                     *baseline.lock().expect("no panics while holding the lock") = Some(r);
                     continue;
                 }
-                let r = run_monitor(exp, i, progress);
+                let r = run_monitor(exp, i, progress, kept_limit);
                 if r.is_err() {
                     progress.cancel();
                 }
@@ -158,7 +178,12 @@ fn run_baseline(exp: &Experiment, progress: &Progress) -> Result<MachineStats, R
     Ok(engine.stats())
 }
 
-fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<OneRun, RunError> {
+fn run_monitor(
+    exp: &Experiment,
+    index: usize,
+    progress: &Progress,
+    kept_limit: u64,
+) -> Result<OneRun, RunError> {
     let entry = &exp.monitors[index];
     let (mut engine, mut monitor) = crate::build::monitor(exp, index)?;
     let mut snapshots = vec![];
@@ -167,6 +192,8 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
     let mut cycles_before = 0.0;
     let mut monitor_cpu_ns = 0u64;
     let real = exp.machine.engine.is_real();
+    // What the run keeps per window for its outputs grows with the run: bounded.
+    let mut kept: u64 = 0;
     loop {
         let t = monitor.next_wakeup();
         if t > exp.duration_ns || engine.finished() {
@@ -185,6 +212,10 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         }
         if let Some(snapshot) = woke {
             truth.push(engine.take_truth());
+            kept += window_bytes(&snapshot, truth.last().map_or(0, Vec::len));
+            if kept > kept_limit {
+                return Err(kept_error(exp, &entry.name, t, kept_limit));
+            }
             let cycles = exp.cost.cycles(engine.as_machine().cost());
             window_cycles.push(cycles - cycles_before);
             cycles_before = cycles;
@@ -240,6 +271,34 @@ fn run_monitor(exp: &Experiment, index: usize, progress: &Progress) -> Result<On
         heap,
         mappings,
     })
+}
+
+/// Bytes one window keeps until the run's end: its snapshot and regions, its truth
+/// intervals, its cycles and its row of the window series.
+fn window_bytes(snapshot: &tierscope_core::Snapshot, truth_intervals: usize) -> u64 {
+    use std::mem::size_of;
+    (size_of::<tierscope_core::Snapshot>()
+        + snapshot.regions.len() * size_of::<tierscope_core::RegionReport>()
+        + size_of::<tierscope_core::BlockIntervals>()
+        + truth_intervals * size_of::<(u64, u64)>()
+        + size_of::<f64>()
+        + size_of::<crate::result::WindowMetrics>()) as u64
+}
+
+/// The error of a monitor's run whose kept windows passed `limit` bytes at `t`.
+fn kept_error(exp: &Experiment, monitor: &str, t: u64, limit: u64) -> RunError {
+    RunError::Limit(FieldError::new(
+        "duration",
+        format!(
+            "monitor `{monitor}` kept more than {} of per-window data (snapshots, truth) for \
+             the outputs by {:.1} s of the run's {:.1} s, the limit of one monitor's run \
+             (docs/EXPERIMENTS.md, \"Limits\"): shorten duration, or lengthen the \
+             monitor's windows",
+            human_bytes(limit),
+            t as f64 * 1e-9,
+            exp.duration_ns as f64 * 1e-9
+        ),
+    ))
 }
 
 /// CPU time of the calling thread, ns.
@@ -386,5 +445,43 @@ preset = "pebs-agg"
             "{}",
             pebs.cost.pmu_interrupts
         );
+    }
+
+    /// Issue 28: a 1000-day stat run grew by megabytes a second (every window's snapshot
+    /// and truth are kept for the outputs) until the host ran out of memory. Its duration
+    /// is now refused when parsed, and what a run keeps is bounded while it runs.
+    #[test]
+    fn a_run_keeping_too_much_per_window_stops_with_a_limit_error() {
+        let text = r#"
+duration = "720h"
+[machine]
+engine = "stat"
+[workload]
+rate = "10M/s"
+regions = [{ name = "a", size = "64GiB" }]
+phases = [{ name = "p", duration = "10s", patterns = [{ region = "a", kind = "random" }] }]
+[[monitors]]
+preset = "damon-mod"
+"#;
+        let e = parse_experiment(
+            &text.replace("720h", "24000h"),
+            "long.toml",
+            Path::new("."),
+            Format::Toml,
+        )
+        .unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("duration", Some(2)), "{e}");
+        let exp = parse_experiment(text, "long.toml", Path::new("."), Format::Toml).unwrap();
+        let t = std::time::Instant::now();
+        let r = run_experiment_kept(&exp, &Progress::new(1, exp.duration_ns), 1, 1 << 20);
+        let Err(RunError::Limit(e)) = r else {
+            panic!("{:?}", r.err())
+        };
+        assert_eq!(e.field, "duration");
+        assert!(
+            e.message.contains("damon-mod") && e.message.contains("1.0 MiB"),
+            "{e}"
+        );
+        assert!(t.elapsed().as_secs() < 60);
     }
 }

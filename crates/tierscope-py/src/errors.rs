@@ -63,6 +63,10 @@ pub fn run_error(f: Failure) -> PyErr {
         Failure::Run(e @ tierscope_experiment::RunError::Unavailable(_)) => {
             Unavailable::new_err(e.to_string())
         }
+        // A limit the run reached: bad input, as a ConfigError (exit status 2).
+        Failure::Run(tierscope_experiment::RunError::Limit(e)) => {
+            Python::attach(|py| config_error(py, &e))
+        }
         Failure::Panic(m) => RunError::new_err(format!(
             "internal error (a bug in tierscope, please report it): {m}"
         )),

@@ -24,6 +24,32 @@ fn kvm_unavailable() -> Option<String> {
     tierscope_experiment::build::kvm_unavailable()
 }
 
+/// The input limits of docs/EXPERIMENTS.md ("Limits"), by name (bytes, nanoseconds,
+/// counts), from `tierscope_core::limits`: Python checks the files it reads against them
+/// and the docs test compares its table with them.
+#[pyfunction]
+fn limits() -> std::collections::BTreeMap<&'static str, u64> {
+    use tierscope_core::limits as l;
+    [
+        ("heap_bytes", l::MAX_HEAP),
+        ("regions", l::MAX_REGIONS as u64),
+        ("phases", l::MAX_PHASES as u64),
+        ("patterns", l::MAX_PATTERNS as u64),
+        ("duration_ns", l::MAX_DURATION_NS),
+        ("rate", l::MAX_RATE),
+        ("config_file_bytes", l::MAX_CONFIG_FILE),
+        ("trace_file_bytes", l::MAX_TRACE_FILE),
+        ("trace_line_bytes", l::MAX_TRACE_LINE as u64),
+        ("trace_accesses", l::MAX_TRACE_ACCESSES),
+        ("sweep_runs", l::MAX_SWEEP_RUNS as u64),
+        ("kept_bytes_per_monitor", l::MAX_KEPT_BYTES),
+        ("policy_windows", l::MAX_POLICY_WINDOWS),
+        ("cori_scale", tierscope_cori::workloads::MAX_SCALE),
+    ]
+    .into_iter()
+    .collect()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -43,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_unavailable, m)?)?;
+    m.add_function(wrap_pyfunction!(limits, m)?)?;
     m.add_class::<cori::PyTrace>()?;
     m.add_function(wrap_pyfunction!(cori::cori_dominant_reuse, m)?)?;
     m.add_function(wrap_pyfunction!(cori::cori_candidates, m)?)?;

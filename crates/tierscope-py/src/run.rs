@@ -39,10 +39,19 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Starts running `experiment` on a background thread with up to `max_threads` worker
-/// threads (0: one per core).
+/// threads (0: one per core; negative: a `ConfigError` naming `threads`).
 #[pyfunction]
 #[pyo3(signature = (experiment, max_threads = 0))]
-pub fn start_run(experiment: PyRef<'_, PyExperiment>, max_threads: usize) -> PyResult<RunHandle> {
+pub fn start_run(experiment: PyRef<'_, PyExperiment>, max_threads: i64) -> PyResult<RunHandle> {
+    let max_threads = usize::try_from(max_threads).map_err(|_| {
+        errors::config_error(
+            experiment.py(),
+            &tierscope_core::FieldError::new(
+                "threads",
+                format!("must be 0 (one per core) or more, got {max_threads}"),
+            ),
+        )
+    })?;
     let exp = experiment.inner.clone();
     let progress = Arc::new(Progress::for_experiment(&exp));
     let shared = Arc::clone(&progress);

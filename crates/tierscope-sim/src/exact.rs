@@ -120,6 +120,48 @@ pub struct ExactEngine {
     batch: Batch,
 }
 
+/// Host memory of one page table of 512 leaves: its 8 bit words of 32 bytes, its child
+/// base (4 bytes) and its level (1 byte).
+pub const LEAF_TABLE_BYTES: u64 = 8 * 32 + 4 + 1;
+/// Host memory of one directory table: a leaf table's and its 512 child slots of 4 bytes.
+pub const DIRECTORY_TABLE_BYTES: u64 = LEAF_TABLE_BYTES + 512 * 4;
+
+/// About how many bytes of host memory one exact engine running `spec` holds: its page
+/// table ([`LEAF_TABLE_BYTES`] per table of 4 KiB pages, i.e. 0.51 bytes per 4 KiB page;
+/// [`DIRECTORY_TABLE_BYTES`] per directory, i.e. 4.5 bytes per 2 MiB page), a leaf hint
+/// of 4 bytes per 2 MiB of the heap, the truth's count of 4 bytes per `block_size` of the
+/// heap (once more per host thread beyond the first), and 8 bytes per record of a replayed
+/// trace. Errors when the spec does not fit the address space.
+pub fn memory_estimate(
+    config: &SimMachine,
+    spec: &tierscope_core::workload::WorkloadSpec,
+    block_size: u64,
+    trace_records: u64,
+) -> Result<u64, String> {
+    let layout = lay_out(spec, config.paging, config.page_size)?;
+    let root = config.paging.root().index();
+    let mut bytes: u128 = 0;
+    for m in &layout.mappings {
+        for l in m.page_size.leaf_level().index()..root {
+            let tables = u128::from(m.range.len() >> (21 + 9 * l as u32)) + 2;
+            let each = if l == 0 {
+                LEAF_TABLE_BYTES
+            } else {
+                DIRECTORY_TABLE_BYTES
+            };
+            bytes += tables * u128::from(each);
+        }
+    }
+    // The root directory.
+    bytes += u128::from(DIRECTORY_TABLE_BYTES);
+    let heap = u128::from(layout.heap.len());
+    bytes += heap.div_ceil(2 << 20) * 4;
+    let truths = 1 + u128::from(config.host_threads.max(1)).saturating_sub(1);
+    bytes += heap.div_ceil(u128::from(block_size.max(1))) * 4 * truths;
+    bytes += u128::from(trace_records) * 8;
+    Ok(u64::try_from(bytes).unwrap_or(u64::MAX))
+}
+
 impl ExactEngine {
     pub fn new(config: &SimMachine, params: &WorkloadParams) -> Result<Self, String> {
         let paging = config.paging;
@@ -468,6 +510,53 @@ mod tests {
             truth_threshold: 1,
         };
         ExactEngine::new(&SimMachine::default(), &params).unwrap()
+    }
+
+    #[test]
+    fn memory_estimate_covers_what_the_engine_holds() {
+        for (page, cfg) in [
+            (
+                tierscope_core::PageSize::Base4K,
+                "a, 3GiB\nb, 100MiB\n\np\n10\na, 1, 4096, 1\n",
+            ),
+            (
+                tierscope_core::PageSize::Huge2M,
+                "a, 3GiB\n\np\n10\na, 1, 4096, 1\n",
+            ),
+        ] {
+            let spec = parse_masim(cfg).unwrap();
+            let machine = SimMachine {
+                page_size: page,
+                ..SimMachine::default()
+            };
+            let e = ExactEngine::new(
+                &machine,
+                &WorkloadParams {
+                    spec: &spec,
+                    rate: 1_000_000,
+                    threads: 1,
+                    seed: 9,
+                    block_size: 2 << 20,
+                    truth_threshold: 1,
+                },
+            )
+            .unwrap();
+            let held = e.mmu.pt.memory_bytes() as u64 + 4 * e.truth.block_count() as u64;
+            let est = memory_estimate(&machine, &spec, 2 << 20, 0).unwrap();
+            // Over, by the partial tables it counts at both ends of every mapping.
+            assert!(
+                est >= held && est < held + 64 * 1024,
+                "{page:?}: {est} vs {held}"
+            );
+        }
+        // Per 4 KiB page about half a byte: 64 TiB of them is about 8.3 GiB.
+        let spec = parse_masim("a, 64TiB\n\np\n10\na, 1, 4096, 1\n").unwrap();
+        let five = SimMachine {
+            paging: tierscope_core::Paging::FiveLevel,
+            ..SimMachine::default()
+        };
+        let est = memory_estimate(&five, &spec, 2 << 20, 0).unwrap();
+        assert!((8 << 30..9 << 30).contains(&est), "{est}");
     }
 
     #[test]

@@ -32,6 +32,11 @@ impl TruthRecorder {
         }
     }
 
+    /// Blocks of the heap it counts (4 bytes of memory each).
+    pub fn block_count(&self) -> usize {
+        self.counts.len()
+    }
+
     /// From now on, count stores only, and a block with one store is hot (the truth of
     /// a write log: blocks with at least one page written).
     pub fn set_writes_only(&mut self) {

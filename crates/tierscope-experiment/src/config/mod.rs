@@ -7,9 +7,11 @@
 //! [`Experiment`] turns back into a document that parses to itself
 //! ([`Experiment::to_document`]).
 
+pub mod limits;
 pub mod machine;
 pub mod monitors;
 pub mod source_map;
+mod strict;
 pub mod tiering;
 
 pub use machine::{EngineKind, MachineConfig};
@@ -286,19 +288,23 @@ pub fn read_document(
     };
     match format {
         Format::Toml => {
-            let doc: Value = toml::from_str(text).map_err(|e| {
-                let line = e
-                    .span()
-                    .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-                syntax(line, e.message().trim().replace('\n', " "))
-            })?;
+            let doc: Value = toml::from_str::<strict::Strict>(text)
+                .map(|s| s.0)
+                .map_err(|e| {
+                    let line = e
+                        .span()
+                        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+                    syntax(line, e.message().trim().replace('\n', " "))
+                })?;
             Ok((doc, SourceMap::toml(text)))
         }
         Format::Json => {
-            let doc: Value = serde_json::from_str(text).map_err(|e| {
-                let line = (e.line() > 0).then_some(e.line());
-                syntax(line, e.to_string())
-            })?;
+            let doc: Value = serde_json::from_str::<strict::Strict>(text)
+                .map(|s| s.0)
+                .map_err(|e| {
+                    let line = (e.line() > 0).then_some(e.line());
+                    syntax(line, e.to_string())
+                })?;
             Ok((doc, SourceMap::json(text)))
         }
     }
@@ -350,6 +356,7 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             return Err(FieldError::new(field, "must be at least 1"));
         }
     }
+    file.cost.validate().map_err(|e| e.under("cost"))?;
 
     let w = file.workload;
     let program = program(&w, base_dir, machine.engine)?;
@@ -413,6 +420,12 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
             .map_err(|e| e.under("workload"))?;
     }
     machine.resolve(&spec).map_err(|e| e.under("machine"))?;
+    limits::check_exact_memory(
+        &machine,
+        &spec,
+        file.block_size.0,
+        trace.as_ref().map_or(0, |t| t.trace.records.len() as u64),
+    )?;
     if w.rate.0 == 0 {
         return Err(FieldError::new("workload.rate", "must be positive"));
     }
@@ -507,6 +520,10 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
     });
     if duration_ns == 0 {
         return Err(FieldError::new("duration", "must be positive"));
+    }
+    limits::check_times(duration_ns, file.warmup.0, w.rate.0)?;
+    if let Some(t) = &tiering {
+        limits::check_policy_windows(duration_ns, t.window_ns)?;
     }
     Ok(Experiment {
         name: file.name.unwrap_or_else(|| {
@@ -689,18 +706,22 @@ fn trace(
         base_dir.join(&t.path)
     };
     let shown = path.display().to_string();
-    let file = std::fs::File::open(&path)
-        .map_err(|e| FieldError::new("workload.trace.path", format!("{shown}: {e}")))?;
-    let input = std::io::BufReader::new(file);
+    if let Err(e) = std::fs::metadata(&path) {
+        return Err(FieldError::new(
+            "workload.trace.path",
+            format!("{shown}: {e}"),
+        ));
+    }
+    // At most MAX_TRACE_FILE bytes and MAX_TRACE_ACCESSES accesses (docs/EXPERIMENTS.md).
     let trace = match t.format {
-        TraceFormat::Lackey => Trace::read_lackey(
-            input,
+        TraceFormat::Lackey => Trace::read_lackey_file(
+            &path,
             &shown,
             LackeyOptions {
                 instructions: t.instructions,
             },
         )?,
-        TraceFormat::Binary => Trace::read_binary(input, &shown)?,
+        TraceFormat::Binary => Trace::read_binary_file(&path, &shown)?,
     };
     Ok(Some(TraceWorkload {
         path,

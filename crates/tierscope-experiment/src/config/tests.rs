@@ -277,9 +277,13 @@ MONITOR
 
 #[test]
 fn paging_levels_are_picked_for_the_heap() {
-    let big = GOOD.replace("\"64MiB\"", "\"1PiB\"");
+    // On the statistical engine: the exact one's page table for 1 PiB would not fit in
+    // the host's memory (an_exact_engine_heap_past_the_hosts_memory_is_refused).
+    let big = GOOD
+        .replace("\"64MiB\"", "\"1PiB\"")
+        .replace("[workload]", "[machine]\nengine = \"stat\"\n\n[workload]");
     assert_eq!(parse(&big).unwrap().machine.paging_levels, Some(5));
-    let explicit = big.replace("[workload]", "[machine]\npaging_levels = 5\n\n[workload]");
+    let explicit = big.replace("[machine]", "[machine]\npaging_levels = 5");
     assert_eq!(parse(&explicit).unwrap().machine.paging_levels, Some(5));
     assert_eq!(parse(GOOD).unwrap().machine.paging_levels, Some(4));
 }
@@ -594,4 +598,88 @@ preset = "damon-mod"
     // The default is not written out (documents and sweep ids stay as they were).
     let doc = parse(&text("")).unwrap().to_document();
     assert!(!format!("{doc:?}").contains("host_threads"));
+}
+
+/// Issue 28: inputs that were silently changed, or broke the run, are refused with the
+/// file, the line and the field.
+#[test]
+fn silently_wrong_inputs_are_refused_with_their_line() {
+    let with_density = |params: &str| {
+        GOOD.replace(
+            "kind = \"random\", mode = \"ro\"",
+            &format!("kind = \"gaussian\", {params}"),
+        )
+    };
+    // `sigma = nan` ran with the default sigma, `exponent = inf` with the default exponent
+    // (a JSON value holds no nan: it became null, read as absent).
+    for text in [
+        with_density("sigma = nan"),
+        GOOD.replace(
+            "kind = \"random\", mode = \"ro\"",
+            "kind = \"zipf\", exponent = inf",
+        ),
+        format!("{GOOD}\n[cost]\nclear = -inf\n"),
+    ] {
+        let e = parse(&text).unwrap_err();
+        let line = text
+            .lines()
+            .position(|l| l.contains("nan") || l.contains("inf"))
+            .unwrap()
+            + 1;
+        assert_eq!(
+            (e.file.as_deref(), e.line),
+            (Some("exp.toml"), Some(line)),
+            "{e}"
+        );
+        assert!(e.message.contains("nan and inf are refused"), "{e}");
+    }
+    // Negative costs, and a zero clock (a traceback after the run wrote its outputs).
+    for (cost, field) in [
+        ("entry_read = -5", "cost.entry_read"),
+        ("cpu_hz = 0", "cost.cpu_hz"),
+        ("cpu_hz = -2.1e9", "cost.cpu_hz"),
+    ] {
+        let text = format!("{GOOD}\n[cost]\n{cost}\n");
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert_eq!(e.line, Some(line_of(&text, cost)), "{e}");
+    }
+    // A key given twice in JSON: the last one won.
+    let json = to_json_text(GOOD).replacen("\"seed\": 3,", "\"seed\": 3,\n  \"seed\": 4,", 1);
+    let e = parse_experiment(&json, "exp.json", Path::new("."), Format::Json).unwrap_err();
+    assert_eq!(e.line, Some(line_of(&json, "\"seed\": 4")), "{e}");
+    assert!(e.message.contains("duplicate key `seed`"), "{e}");
+    // Durations and rates past their limits.
+    let e = parse(&GOOD.replace("duration = \"2s\"", "duration = \"721h\"")).unwrap_err();
+    assert_eq!((e.field.as_str(), e.line), ("duration", Some(4)), "{e}");
+    let e = parse(&GOOD.replace("rate = \"1M/s\"", "rate = \"11G/s\"")).unwrap_err();
+    assert_eq!(e.field, "workload.rate", "{e}");
+    let e = parse(&GOOD.replace("duration = \"1s\"", "duration = \"18446744073709551615ms\""))
+        .unwrap_err();
+    assert_eq!(e.line, Some(line_of(GOOD, "phases")), "{e}");
+    assert!(e.message.contains("out of range"), "{e}");
+    assert!(parse(&GOOD.replace("duration = \"2s\"", "duration = \"720h\"")).is_ok());
+}
+
+/// Issue 28: an exact-engine heap larger than the host's memory aborted (two 8 PiB
+/// regions, 256 TiB) or ran for minutes (64 TiB); it is refused when parsed.
+#[test]
+fn an_exact_engine_heap_past_the_hosts_memory_is_refused() {
+    if tierscope_core::limits::host_available_memory().is_none() {
+        return;
+    }
+    let text = GOOD
+        .replace(
+            "regions = [{ name = \"a\", size = \"64MiB\" }]",
+            "regions = [{ name = \"a\", size = \"8PiB\" }, { name = \"b\", size = \"8PiB\" }]",
+        )
+        .replace("[workload]", "[machine]\npaging_levels = 5\n\n[workload]");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.field, "workload", "{e}");
+    assert_eq!(e.line, Some(line_of(&text, "[workload]")), "{e}");
+    assert!(e.message.contains("MemAvailable"), "{e}");
+    // The statistical engine runs it.
+    assert!(
+        parse(&text.replace("paging_levels = 5", "paging_levels = 5\nengine = \"stat\"")).is_ok()
+    );
 }
