@@ -28,8 +28,10 @@
 use crate::config::{self, monitors, EngineKind, Experiment, Format};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use tierscope_core::error::join_path;
+use tierscope_core::limits::{read_text_limited, MAX_CONFIG_FILE, MAX_SWEEP_RUNS};
 use tierscope_core::FieldError;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -197,10 +199,40 @@ pub fn expand_sweep(
                 format!("from ({from}) is after to ({to})"),
             )))
         }
-        Some(Seeds::Range { from, to }) => Some((*from..=*to).collect()),
+        Some(Seeds::Range { from, to }) => {
+            // Counted before any is made: 1..1e9 exhausted the host's memory.
+            let n = (to - from).saturating_add(1);
+            if n > MAX_SWEEP_RUNS as u64 {
+                return Err(at_sweep(FieldError::new(
+                    "seeds",
+                    format!("{n} seeds: more than the limit of {MAX_SWEEP_RUNS} runs"),
+                )));
+            }
+            Some((*from..=*to).collect())
+        }
     };
+    if seeds.as_ref().is_some_and(|s| s.len() > MAX_SWEEP_RUNS) {
+        return Err(at_sweep(FieldError::new(
+            "seeds",
+            format!("more than the limit of {MAX_SWEEP_RUNS} seeds"),
+        )));
+    }
+    // Runs counted before any is made, multiplied checked.
+    let total = axes
+        .iter()
+        .map(|a| a.values.len())
+        .chain([bases.len(), seeds.as_ref().map_or(1, Vec::len)])
+        .try_fold(1usize, |n, k| n.checked_mul(k))
+        .filter(|&n| n <= MAX_SWEEP_RUNS);
+    if total.is_none() {
+        return Err(at_sweep(FieldError::new(
+            "axes",
+            format!("the bases, axes and seeds make more than the limit of {MAX_SWEEP_RUNS} runs"),
+        )));
+    }
 
     let mut runs: Vec<SweepRun> = vec![];
+    let mut ids: HashSet<String> = HashSet::new();
     let combos: usize = axes.iter().map(|a| a.values.len()).product();
     for b in &bases {
         let BaseDoc {
@@ -233,6 +265,8 @@ pub fn expand_sweep(
                 if let Some(n) = base_name {
                     params.push(("base".to_string(), Value::String(n.clone())));
                 }
+                // Where each axis wrote, to refuse two writing the same place.
+                let mut swept: Vec<(String, usize, &str)> = vec![];
                 for (k, a) in axes.iter().enumerate() {
                     let row = &a.values[picks[k]];
                     for (path, v) in a.paths.iter().zip(row) {
@@ -242,6 +276,33 @@ pub fn expand_sweep(
                                 m,
                             ))
                         })?;
+                        if let Some((other, j, as_written)) =
+                            swept.iter().find(|(p, _, _)| overlap(p, &resolved))
+                        {
+                            let which = if *j == k {
+                                "this axis also sets".to_string()
+                            } else {
+                                format!("axes[{j}] also sets")
+                            };
+                            return Err(at_sweep(FieldError::new(
+                                format!("axes[{k}]"),
+                                format!(
+                                    "`{path}` sets `{resolved}`, which {which} (`{as_written}`, \
+                                     `{other}`): a run would use one value while its row names \
+                                     both; sweep one path once"
+                                ),
+                            )));
+                        }
+                        if seed.is_some() && overlap("seed", &resolved) {
+                            return Err(at_sweep(FieldError::new(
+                                format!("axes[{k}]"),
+                                format!(
+                                    "`{path}` sets the seed, which `seeds` also sets: give \
+                                     one of them"
+                                ),
+                            )));
+                        }
+                        swept.push((resolved.clone(), k, path));
                         origin.push((resolved, format!("axes[{k}]")));
                     }
                     params.push((a.name.clone(), a.param(picks[k])));
@@ -277,7 +338,7 @@ pub fn expand_sweep(
                             (None, None) => config::locate(e, source, &map),
                         }
                     })?;
-                if runs.iter().any(|r| r.id == id) {
+                if !ids.insert(id.clone()) {
                     return Err(at_sweep(FieldError::new(
                         "axes",
                         format!(
@@ -296,6 +357,17 @@ pub fn expand_sweep(
         }
     }
     Ok(runs)
+}
+
+/// Whether setting one of the resolved paths `a` and `b` changes the other: the same
+/// path, or one inside the other (`workload.regions` and `workload.regions[0].size`).
+fn overlap(a: &str, b: &str) -> bool {
+    let inside = |inner: &str, outer: &str| {
+        inner
+            .strip_prefix(outer)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    inside(a, b) || inside(b, a)
 }
 
 /// A base experiment document: its name (with `bases`), where it came from, and the map
@@ -329,8 +401,8 @@ fn load_base(
                 base_dir.join(p)
             };
             let file = path.display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| FieldError::new("base", format!("cannot read `{file}`: {e}")))?;
+            let text = read_text_limited(&path, MAX_CONFIG_FILE, "base experiment")
+                .map_err(|e| FieldError::new("base", e.to_string()))?;
             let fmt = if path.extension().is_some_and(|x| x == "json") {
                 Format::Json
             } else {
@@ -830,5 +902,56 @@ values = ["stat", "kvm"]
         let e = expand("[[axes]]\npath = \"seed\"\nvalues = [1]\nrange = { from = 1, to = 2 }\n")
             .unwrap_err();
         assert!(e.message.contains("not both"), "{e}");
+    }
+
+    /// Issue 28: seeds 1..1e9 exhausted the host's memory on --dry-run; runs are counted
+    /// (checked) before any is made.
+    #[test]
+    fn seeds_and_runs_are_capped_before_expanding() {
+        let e = expand("seeds = { from = 1, to = 1000000000 }\n").unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("seeds", Some(1)), "{e}");
+        assert!(e.message.contains("limit of 100000"), "{e}");
+        let e = expand("seeds = { from = 0, to = 18446744073709551615 }\n").unwrap_err();
+        assert_eq!(e.field, "seeds", "{e}");
+        let axis = "[[axes]]\npath = \"workload.rate\"\nrange = { from = 1, to = 100000 }\n";
+        let e = expand(&format!("{axis}{}", axis.replace("workload.rate", "seed"))).unwrap_err();
+        assert_eq!(e.field, "axes", "{e}");
+        let e = expand(&format!("seeds = [1, 2]\n{axis}")).unwrap_err();
+        assert_eq!(e.field, "axes", "{e}");
+    }
+
+    /// Issue 28: two axes on one path gave rows naming one value while the run used
+    /// the other.
+    #[test]
+    fn two_axes_on_one_path_are_refused() {
+        let e = expand(
+            "[[axes]]\npath = \"monitors[bnd].sample\"\nvalues = [\"5ms\", \"10ms\"]\n\n[[axes]]\npath = \"monitors[1].sample\"\nvalues = [\"20ms\"]\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("axes[1]", Some(5)), "{e}");
+        assert!(e.message.contains("axes[0] also sets"), "{e}");
+        // A table and a field inside it, zipped paths, and the seed with `seeds`.
+        let e = expand(
+            "[[axes]]\npath = \"workload.regions\"\nlabels = [\"x\"]\nvalues = [[{ name = \"a\", size = \"64MiB\" }]]\n[[axes]]\npath = \"workload.regions[0].size\"\nvalues = [\"1GiB\"]\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "axes[1]", "{e}");
+        let e = expand(
+            "[[axes]]\npaths = [\"workload.rate\", \"workload.rate\"]\nvalues = [[\"1M/s\", \"2M/s\"]]\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("this axis also sets"), "{e}");
+        let e = expand("seeds = [1]\n[[axes]]\npath = \"seed\"\nvalues = [1, 2]\n").unwrap_err();
+        assert!(e.message.contains("`seeds` also sets"), "{e}");
+        // Neighbouring paths are fine.
+        assert_eq!(
+            expand(
+                "[[axes]]\npath = \"workload.rate\"\nvalues = [\"1M/s\"]\n[[axes]]\npath = \"workload.rates\"\nvalues = [1]\n"
+            )
+            .unwrap_err()
+            .field,
+            "workload.rates",
+            "an unknown field, not an overlap"
+        );
     }
 }
