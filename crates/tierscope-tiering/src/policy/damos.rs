@@ -203,11 +203,14 @@ pub fn parse_damo(line: &str) -> Result<Vec<Scheme>, String> {
                     match t {
                         "min" => Ok(0),
                         "max" => Ok(100),
+                        // A float rounded, never clamped: `-5%` or `nan` became 0 before.
                         _ => t
                             .trim_end_matches('%')
                             .parse::<f64>()
+                            .ok()
+                            .filter(|v| (0.0..=100.0).contains(v))
                             .map(|v| v.round() as u32)
-                            .map_err(|_| format!("`{t}` is not a percentage")),
+                            .ok_or_else(|| format!("`{t}` is not a percentage from 0 to 100")),
                     }
                 };
                 s.access_rate = [pct(arg(i + 1, "MIN MAX")?)?, pct(arg(i + 2, "MIN MAX")?)?];
@@ -259,12 +262,19 @@ pub fn parse_damo(line: &str) -> Result<Vec<Scheme>, String> {
                     }
                 };
                 let t = arg(i + 2, "METRIC TARGET [NODE]")?;
-                let target_bp = if let Some(p) = t.strip_suffix('%') {
-                    p.parse::<f64>().map(|v| (v * 100.0).round() as u32)
-                } else {
-                    t.parse::<f64>().map(|v| v.round() as u32)
-                }
-                .map_err(|_| format!("`{t}` is not a goal target (basis points or a %)"))?;
+                let (number, per) = match t.strip_suffix('%') {
+                    Some(p) => (p, 100.0),
+                    None => (t, 1.0),
+                };
+                let target_bp = number
+                    .parse::<f64>()
+                    .ok()
+                    .map(|v| v * per)
+                    .filter(|bp| (0.0..=10_000.0).contains(bp))
+                    .map(|bp| bp.round() as u32)
+                    .ok_or_else(|| {
+                        format!("`{t}` is not a goal target (0 to 10000 basis points, or a %)")
+                    })?;
                 let mut used = 3;
                 let node = match tokens.get(i + 3) {
                     Some(n) if !n.starts_with("--") => {
@@ -430,6 +440,23 @@ mod tests {
             (
                 "--damos_action migrate_hot 0 --damos_filter anon",
                 "not a damos option",
+            ),
+            // Issue 28: out-of-range numbers were clamped to 0 or u32::MAX.
+            (
+                "--damos_action migrate_hot 0 --damos_access_rate -5% max",
+                "not a percentage from 0 to 100",
+            ),
+            (
+                "--damos_action migrate_hot 0 --damos_access_rate nan% max",
+                "not a percentage from 0 to 100",
+            ),
+            (
+                "--damos_action migrate_hot 0 --damos_quota_goal node_mem_used_bp -1% 0",
+                "not a goal target",
+            ),
+            (
+                "--damos_action migrate_hot 0 --damos_quota_goal node_mem_used_bp 1e30 0",
+                "not a goal target",
             ),
         ] {
             let e = parse_damo(line).unwrap_err();
