@@ -605,6 +605,22 @@ fn program(
             format!("expected 16MiB to 1TiB, got {memory} bytes"),
         ));
     }
+    // The window is backed lazily, but a program may touch all of it: no more than the
+    // host could give.
+    if let Some(avail) = tierscope_core::limits::host_available_memory() {
+        let usable = tierscope_core::limits::usable_memory(avail);
+        if memory > usable {
+            return Err(FieldError::new(
+                "workload.memory",
+                format!(
+                    "{} is more than this host can give a program ({}: 3/4 of its available \
+                     memory)",
+                    tierscope_core::limits::human_bytes(memory),
+                    tierscope_core::limits::human_bytes(usable)
+                ),
+            ));
+        }
+    }
     let env = w.env.clone().unwrap_or_default();
     if let Some(bad) = env.iter().find(|e| !e.contains('=')) {
         return Err(FieldError::new(
