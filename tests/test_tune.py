@@ -115,14 +115,17 @@ preset = "damon-mod"
 [tiering]
 tiers = [{ preset = "cori-fast", capacity = "20%" }, "cori-slow"]
 placement = "interleaved"
-policies = [{ type = "periodic", mode = "history" }]
+policies = [{ type = "periodic", name = "history", mode = "history", period = "10ms" }]
 window = "10ms"
 """
+
+#: The periodic policy's own period (not the performance model's window).
+PERIOD = "tiering.policies[history].period"
 
 
 def test_tune_an_experiments_period(tmp_path: Path) -> None:
     (tmp_path / "exp.toml").write_text(EXPERIMENT)
-    proc = run_cli("tune", "exp.toml", "--param", "tiering.window", "--out", "out", cwd=tmp_path)
+    proc = run_cli("tune", "exp.toml", "--param", PERIOD, "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "out" / "tune.json").read_text())
     # Loops of 100 ms, five of each phase in 1 s: the dominant reuse is 100 ms, and the
@@ -133,12 +136,12 @@ def test_tune_an_experiments_period(tmp_path: Path) -> None:
     assert summary["candidates"] == [100_000_000 * k for k in (1, 2, 3, 4)]
     trials = summary["trials"]
     assert summary["chosen"] == min(trials, key=lambda t: t[1])
-    # Each trial is one run of the experiment with the window set: run it again by hand.
+    # Each trial is one run of the experiment with the period set: run it again by hand.
     import tierscope
 
     p, cost = trials[0]
     (r,) = tierscope.expand_sweep(
-        {"base": str(tmp_path / "exp.toml"), "set": {"tiering.window": f"{p}ns"}}
+        {"base": str(tmp_path / "exp.toml"), "set": {PERIOD: f"{p}ns"}}
     )
     again = tierscope.run(r.experiment, progress=False)
     assert next(iter(again.policies.values())).summary["app_ns"] == cost
@@ -154,7 +157,7 @@ def test_bad_tune_input(tmp_path: Path) -> None:
     )
     assert_bad_input(run_cli("tune", "--workload", "nope", cwd=tmp_path), "unknown workload")
     assert_bad_input(
-        run_cli("tune", "exp.toml", "--param", "tiering.window", "--run", "nope", cwd=tmp_path),
+        run_cli("tune", "exp.toml", "--param", PERIOD, "--run", "nope", cwd=tmp_path),
         "--run",
         "nope",
     )

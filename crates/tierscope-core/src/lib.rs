@@ -5,6 +5,7 @@
 pub mod addr;
 pub mod cost;
 pub mod error;
+pub mod feed;
 pub mod limits;
 pub mod machine;
 pub mod memtel;
@@ -18,6 +19,7 @@ pub mod workload;
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};
 pub use error::FieldError;
+pub use feed::{FeedKind, PolicyInput};
 pub use machine::{
     BlockIntervals, Capabilities, Capability, Engine, Flush, Machine, MachineStats, Monitor, Pmu,
     PmuEvent, PmuSample, ProgramEnd, WriteLog,

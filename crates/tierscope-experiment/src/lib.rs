@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod config;
+pub mod drive;
 pub mod evaluate;
 pub mod impact;
 pub mod nemo_thp;

@@ -5,16 +5,15 @@
 //! access stream does not depend on placement.
 
 use crate::config::{Experiment, PolicyEntry, Tiering};
+use crate::drive::{drive, Participant};
 use crate::result::Progress;
 use crate::run::RunError;
 use serde::Serialize;
 use tierscope_core::rng::Rng;
 use tierscope_core::tiers::{TierSpec, TierTraffic};
-use tierscope_core::{Capabilities, Capability, Engine, Nanos};
+use tierscope_core::{Capabilities, Capability, Engine, Monitor, Nanos, PolicyInput};
 use tierscope_monitors::Truth;
-use tierscope_tiering::{
-    window_time, AppModel, Feed, MigrationStats, Migrator, Move, Policy, View,
-};
+use tierscope_tiering::{window_time, AppModel, MigrationStats, Migrator, Move, Policy, View};
 
 const TIERS: Capabilities = Capabilities::of(&[Capability::Tiers]);
 
@@ -111,34 +110,26 @@ pub fn jobs(exp: &Experiment) -> Vec<PolicyJob> {
     out
 }
 
-/// Closes performance windows while the next boundary is at or before `t`.
-struct Windows<'a> {
+/// What a policy run's participants share: the migration engine, the performance model's
+/// windows, and the moves being decided.
+struct Shared<'a> {
     tiering: &'a Tiering,
-    next: Nanos,
-    out: Vec<TierWindow>,
+    migrator: Migrator,
+    windows: Vec<TierWindow>,
     traffic: Vec<TierTraffic>,
     copied: Vec<f64>,
+    moves: Vec<Move>,
 }
 
-impl<'a> Windows<'a> {
-    fn new(tiering: &'a Tiering) -> Self {
-        let n = tiering.setup.tiers.len();
-        Windows {
-            tiering,
-            next: tiering.window_ns,
-            out: vec![],
-            traffic: vec![TierTraffic::default(); n],
-            copied: vec![0.0; n],
-        }
-    }
-
-    fn close(&mut self, engine: &mut dyn Engine, migrator: &mut Migrator, end: Nanos) {
+impl Shared<'_> {
+    /// Closes the performance window ending at `end` (the engine is there).
+    fn close_window(&mut self, engine: &mut dyn Engine, end: Nanos) {
         engine.advance_to(end);
         let tiers = engine.tiers().expect("tiering engines have tiers");
         self.traffic.fill(TierTraffic::default());
         tiers.take_traffic(&mut self.traffic);
         self.copied.fill(0.0);
-        migrator.take_copy_bytes(&mut self.copied);
+        self.migrator.take_copy_bytes(&mut self.copied);
         let specs: &[TierSpec] = tiers.specs();
         let app = &self.tiering.app;
         let perf = window_time(app, specs, &self.traffic, &self.copied);
@@ -151,7 +142,7 @@ impl<'a> Windows<'a> {
         let placed = (0..specs.len())
             .map(|t| tiers.placement().bytes_on(t as u8))
             .collect();
-        self.out.push(TierWindow {
+        self.windows.push(TierWindow {
             end_ns: end,
             accesses: n,
             served: self.traffic.iter().map(TierTraffic::total).collect(),
@@ -166,7 +157,7 @@ impl<'a> Windows<'a> {
 
     /// Each tier's loaded latency in the last window (idle, with background, before any).
     fn latency(&self) -> Vec<f64> {
-        match self.out.last() {
+        match self.windows.last() {
             Some(w) => w.latency_ns.clone(),
             None => self
                 .tiering
@@ -178,40 +169,107 @@ impl<'a> Windows<'a> {
         }
     }
 
-    fn until(&mut self, engine: &mut dyn Engine, migrator: &mut Migrator, t: Nanos, end: Nanos) {
-        while self.next <= t.min(end) {
-            let at = self.next;
-            self.close(engine, migrator, at);
-            self.next += self.tiering.window_ns;
+    /// Lets `policy` decide at the engine's time and carries its moves out (placed
+    /// directly when they are `free`).
+    fn act(&mut self, policy: &mut dyn Policy, engine: &mut dyn Engine, free: bool) {
+        self.moves.clear();
+        let latency_ns = self.latency();
+        let now = engine.now();
+        let tiers = engine.tiers().expect("tiering engines have tiers");
+        let view = View {
+            now,
+            tiers: tiers.specs(),
+            placement: tiers.placement(),
+            latency_ns: &latency_ns,
+        };
+        policy.act(&view, &mut self.moves);
+        if free {
+            Migrator::place_free(engine.as_machine(), &self.moves);
+        } else {
+            self.migrator.apply(engine.as_machine(), &self.moves);
         }
     }
 }
 
-/// A policy fed per window (not by a monitor) sees the windows as its intervals.
-fn window_intervals(tiering: &Tiering) -> tierscope_core::Intervals {
-    tierscope_core::Intervals {
-        sample: tiering.window_ns,
-        aggr: tiering.window_ns,
-        ops_update: tiering.window_ns,
+/// The performance model's windows: one closes every `[tiering] window` of run time.
+struct PerfWindows {
+    period: Nanos,
+    next: Nanos,
+}
+
+impl Participant<Shared<'_>> for PerfWindows {
+    fn next_wakeup(&self) -> Nanos {
+        self.next
+    }
+
+    fn wake(&mut self, e: &mut dyn Engine, s: &mut Shared, now: Nanos) -> Result<(), RunError> {
+        s.close_window(e, now);
+        self.next += self.period;
+        Ok(())
     }
 }
 
-fn act(
-    policy: &mut dyn Policy,
-    engine: &mut dyn Engine,
-    latency_ns: &[f64],
-    moves: &mut Vec<Move>,
-) {
-    moves.clear();
-    let now = engine.now();
-    let tiers = engine.tiers().expect("tiering engines have tiers");
-    let view = View {
-        now,
-        tiers: tiers.specs(),
-        placement: tiers.placement(),
-        latency_ns,
-    };
-    policy.act(&view, moves);
+/// A policy fed by a monitor: the monitor wakes at its own times, the policy observes each
+/// snapshot and acts when it is due, checked when its monitor wakes.
+struct MonitorFed {
+    monitor: Box<dyn Monitor>,
+    policy: Box<dyn Policy>,
+}
+
+impl Participant<Shared<'_>> for MonitorFed {
+    fn next_wakeup(&self) -> Nanos {
+        self.monitor.next_wakeup()
+    }
+
+    fn wake(&mut self, e: &mut dyn Engine, s: &mut Shared, now: Nanos) -> Result<(), RunError> {
+        if let Some(snapshot) = self.monitor.wake(e.as_machine()) {
+            self.policy.observe(&snapshot);
+        }
+        if self.policy.next_action() <= now {
+            s.act(self.policy.as_mut(), e, false);
+        }
+        Ok(())
+    }
+}
+
+/// A policy fed once per period by the engine: the coming period's access counts from a
+/// second engine running ahead on the same seed (the access stream does not depend on
+/// placement), or the period that just ended as this engine counted it (nothing before the
+/// first). It acts at every period's start.
+struct EngineFed {
+    policy: Box<dyn Policy>,
+    /// The engine one period ahead, for a policy fed the coming period.
+    ahead: Option<Box<dyn Engine>>,
+    period: Nanos,
+    at: Nanos,
+    end: Nanos,
+    free: bool,
+}
+
+impl Participant<Shared<'_>> for EngineFed {
+    fn next_wakeup(&self) -> Nanos {
+        if self.at < self.end {
+            self.at
+        } else {
+            Nanos::MAX
+        }
+    }
+
+    fn wake(&mut self, e: &mut dyn Engine, s: &mut Shared, now: Nanos) -> Result<(), RunError> {
+        let next = now.saturating_add(self.period).min(self.end);
+        let heat = match &mut self.ahead {
+            Some(ahead) => {
+                ahead.advance_to(next);
+                ahead.take_truth_heat()
+            }
+            None if now == 0 => vec![],
+            None => e.take_truth_heat(),
+        };
+        self.policy.observe_heat(&heat);
+        s.act(self.policy.as_mut(), e, self.free);
+        self.at = next;
+        Ok(())
+    }
 }
 
 /// Runs one policy job.
@@ -225,118 +283,96 @@ pub fn run_policy(
     let entry: &PolicyEntry = &tiering.policies[job.policy];
     let n_tiers = tiering.setup.tiers.len();
     let granule = exp.machine.page_size.bytes();
-    let mut migrator = Migrator::new(tiering.migration, granule, n_tiers);
-    let mut windows = Windows::new(tiering);
-    let mut moves = vec![];
     let end = exp.duration_ns;
+    let mut shared = Shared {
+        tiering,
+        migrator: Migrator::new(tiering.migration, granule, n_tiers),
+        windows: vec![],
+        traffic: vec![TierTraffic::default(); n_tiers],
+        copied: vec![0.0; n_tiers],
+        moves: vec![],
+    };
+    let mut windows = PerfWindows {
+        period: tiering.window_ns,
+        next: tiering.window_ns,
+    };
     let mut monitor_cycles = 0.0;
     let mut engine;
-    match (entry.config.feed(), job.monitor) {
-        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, Some(m)) => {
+    match (entry.config.input(), job.monitor) {
+        (PolicyInput::Monitor(_), Some(m)) => {
             let mc = &exp.monitors[m].config;
             engine = crate::build::engine(exp, mc.requires().with(TIERS), mc.truth())?;
-            let mut monitor = mc.build(
+            let monitor = mc.build(
                 Rng::for_stream(exp.seed, &format!("monitor/{}", exp.monitors[m].name)),
                 &exp.cost,
             );
-            let mut policy = entry.config.build(monitor.intervals());
-            loop {
-                let t = monitor.next_wakeup();
-                if t > end {
-                    break;
-                }
-                windows.until(engine.as_mut(), &mut migrator, t, end);
-                engine.advance_to(t);
-                progress.set(slot, t);
-                if progress.cancelled() {
-                    return Err(RunError::Cancelled);
-                }
-                if let Some(s) = monitor.wake(engine.as_machine()) {
-                    policy.observe(&s);
-                }
-                if policy.next_action() <= t {
-                    act(
-                        policy.as_mut(),
-                        engine.as_mut(),
-                        &windows.latency(),
-                        &mut moves,
-                    );
-                    migrator.apply(engine.as_machine(), &moves);
-                }
-            }
+            let policy = entry.config.build(Some(monitor.intervals()));
+            let mut fed = MonitorFed { monitor, policy };
+            let mut parts: [&mut dyn Participant<Shared>; 2] = [&mut windows, &mut fed];
+            drive(
+                engine.as_mut(),
+                &mut parts,
+                &mut shared,
+                end,
+                progress,
+                slot,
+            )?;
             monitor_cycles = exp.cost.cycles(engine.as_machine().cost());
         }
-        (Feed::Lookahead, _) => {
+        (input @ (PolicyInput::Lookahead | PolicyInput::EngineHistory), _) => {
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
-            let mut ahead = crate::build::engine(exp, Capabilities::NONE, Truth::Accessed)?;
-            let mut policy = entry.config.build(window_intervals(tiering));
-            let mut at = 0;
-            while at < end {
-                let next = (at + tiering.window_ns).min(end);
-                ahead.advance_to(next);
-                policy.observe_heat(&ahead.take_truth_heat());
-                act(
-                    policy.as_mut(),
-                    engine.as_mut(),
-                    &windows.latency(),
-                    &mut moves,
-                );
-                if entry.config.free_moves() {
-                    Migrator::place_free(engine.as_machine(), &moves);
-                } else {
-                    migrator.apply(engine.as_machine(), &moves);
-                }
-                windows.until(engine.as_mut(), &mut migrator, next, end);
-                progress.set(slot, next);
-                if progress.cancelled() {
-                    return Err(RunError::Cancelled);
-                }
-                at = next;
-            }
+            let ahead = match input {
+                PolicyInput::Lookahead => Some(crate::build::engine(
+                    exp,
+                    Capabilities::NONE,
+                    Truth::Accessed,
+                )?),
+                _ => None,
+            };
+            let mut fed = EngineFed {
+                policy: entry.config.build(None),
+                ahead,
+                period: entry
+                    .config
+                    .period_ns()
+                    .expect("engine-fed policies have a period"),
+                at: 0,
+                end,
+                free: entry.config.free_moves(),
+            };
+            let mut parts: [&mut dyn Participant<Shared>; 2] = [&mut windows, &mut fed];
+            drive(
+                engine.as_mut(),
+                &mut parts,
+                &mut shared,
+                end,
+                progress,
+                slot,
+            )?;
         }
-        (Feed::TruthHistory, _) => {
-            engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
-            let mut policy = entry.config.build(window_intervals(tiering));
-            // At each period's start, the period before it as the engine counted it
-            // (nothing before the first).
-            let mut at = 0;
-            while at < end {
-                let heat = if at == 0 {
-                    vec![]
-                } else {
-                    windows.until(engine.as_mut(), &mut migrator, at, end);
-                    engine.take_truth_heat()
-                };
-                policy.observe_heat(&heat);
-                act(
-                    policy.as_mut(),
-                    engine.as_mut(),
-                    &windows.latency(),
-                    &mut moves,
-                );
-                migrator.apply(engine.as_machine(), &moves);
-                progress.set(slot, at);
-                if progress.cancelled() {
-                    return Err(RunError::Cancelled);
-                }
-                at = (at + tiering.window_ns).min(end);
-            }
-        }
-        (Feed::Nothing, _) => {
+        (PolicyInput::Nothing, _) => {
             // The placement stays as it started.
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
+            let mut parts: [&mut dyn Participant<Shared>; 1] = [&mut windows];
+            drive(
+                engine.as_mut(),
+                &mut parts,
+                &mut shared,
+                end,
+                progress,
+                slot,
+            )?;
         }
-        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, None) => {
+        (PolicyInput::Monitor(_), None) => {
             unreachable!("`jobs` gives every monitor-fed policy run its monitor")
         }
     }
-    windows.until(engine.as_mut(), &mut migrator, end, end);
-    if windows.out.last().is_none_or(|w| w.end_ns < end) {
-        windows.close(engine.as_mut(), &mut migrator, end);
+    if shared.windows.last().is_none_or(|w| w.end_ns < end) {
+        shared.close_window(engine.as_mut(), end);
     }
     progress.set(slot, end);
-    let w = &windows.out;
-    let stats = migrator.stats;
+    let w = &shared.windows;
+    let stats = shared.migrator.stats;
     let app_ns: f64 = w.iter().map(|x| x.app_ns).sum::<f64>() + stats.stall_ns as f64;
     let all_fast_ns: f64 = w.iter().map(|x| x.all_fast_ns).sum();
     let all_slow_ns: f64 = w.iter().map(|x| x.all_slow_ns).sum();
@@ -356,7 +392,7 @@ pub fn run_policy(
         migration_cpu_ns: stats.cpu_ns,
         monitor_cpu_ns: monitor_cycles / exp.cost.cpu_hz * 1e9,
         ops_per_s: per_op.map(|a| ratio(accesses / a, app_ns * 1e-9)),
-        op_latency_ns: per_op.map(|a| op_percentiles(&windows.out, a, &tiering.app)),
+        op_latency_ns: per_op.map(|a| op_percentiles(w, a, &tiering.app)),
     };
     Ok(PolicyRun {
         name: match &monitor {
@@ -366,7 +402,7 @@ pub fn run_policy(
         policy: entry.name.clone(),
         kind: entry.config.kind(),
         monitor,
-        windows: std::mem::take(&mut windows.out),
+        windows: std::mem::take(&mut shared.windows),
         migration: stats,
         summary,
     })
@@ -816,8 +852,8 @@ placement = "all-slow"
 window = "10ms"
 migration = { stall_per_page = "1us", stall_per_round = "3us", cpu_per_page = "0ns" }
 policies = [
-  { type = "periodic", name = "history", mode = "history" },
-  { type = "periodic", name = "predictive", mode = "oracle" },
+  { type = "periodic", name = "history", mode = "history", period = "10ms" },
+  { type = "periodic", name = "predictive", mode = "oracle", period = "10ms" },
   "static",
 ]
 "#;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS, NS_PER_S};
+use tierscope_core::FeedKind;
 use tierscope_core::{FieldError, Flush, Machine, Monitor};
 
 /// The kernel's DAMON with virtual-address operations.
@@ -59,6 +60,10 @@ impl Technique for DamonConfig {
                 config: damon(1),
             },
         ]
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::AccessChecks
     }
 
     fn flushes(&self) -> bool {

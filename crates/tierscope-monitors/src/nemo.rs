@@ -22,6 +22,7 @@ use tierscope_core::memtel::{
     Filter, Kinds, MaskShift, ReadEffect, TelemetrySpec, Translation, Update,
 };
 use tierscope_core::units::{Duration, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
     RegionReport, Snapshot,
@@ -72,6 +73,12 @@ impl Technique for NemoConfig {
 
     fn requires(&self) -> Capabilities {
         Capabilities::of(&[Capability::MemTelemetry])
+    }
+
+    /// Its hot-set counters scaled to PEBS samples (HeMem-NEMO reads them as HeMem reads
+    /// PEBS).
+    fn emits(&self) -> FeedKind {
+        FeedKind::Samples
     }
 
     fn flushes(&self) -> bool {

@@ -13,13 +13,14 @@
 //! Notifications are drained every window and counted as `nemo_interrupts` (one per
 //! controller whose predicate held during the window: a pending interrupt line).
 
-use crate::registry::{BuildContext, Preset, Technique, Truth};
+use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use tierscope_core::memtel::{
     Filter, Kinds, MaskShift, Notification, Notify, Operand, Overflow, Predicate, ReadEffect,
     TelemetrySpec, Translation, Update, UpdateOp,
 };
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
     RegionReport, Snapshot,
@@ -279,12 +280,13 @@ impl Technique for NemoRuleConfig {
         false
     }
 
-    /// A rule that sees only writes is scored on the blocks written, as a write log is.
-    fn truth(&self) -> Truth {
+    /// A rule that sees only writes counts writes (and is scored on the blocks written, as
+    /// a write log is); any other rule's values are its own.
+    fn emits(&self) -> FeedKind {
         if self.kinds == "write" {
-            Truth::Written
+            FeedKind::Writes
         } else {
-            Truth::Accessed
+            FeedKind::CounterReads
         }
     }
 
@@ -492,7 +494,7 @@ mod tests {
             operand: OperandConfig::Field("bytes".into()),
             ..NemoRuleConfig::default()
         };
-        assert_eq!(cfg.truth(), Truth::Written);
+        assert_eq!(cfg.emits(), FeedKind::Writes);
         let (snaps, mut e) = windows(&cfg, 3);
         let a = heap_a(&mut e);
         for s in &snaps {

@@ -22,6 +22,7 @@
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
 };
@@ -58,6 +59,10 @@ impl Technique for NumaHintConfig {
                    hot when faulted within 1 s",
             config: NumaHintConfig::default(),
         }]
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::HintFaults
     }
 
     fn flushes(&self) -> bool {

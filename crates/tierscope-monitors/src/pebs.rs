@@ -22,6 +22,7 @@ use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tierscope_core::units::{Duration, Rate, Size, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, PmuEvent, PmuSample,
     RegionReport, Snapshot,
@@ -125,6 +126,10 @@ impl Technique for PebsConfig {
 
     fn requires(&self) -> Capabilities {
         Capabilities::of(&[Capability::Pmu])
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::Samples
     }
 
     fn flushes(&self) -> bool {

@@ -7,10 +7,11 @@
 //! log names the leaf tables with entries accessed since the last drain, and those tables
 //! are scanned (test-and-clear) through the machine.
 
-use crate::registry::{BuildContext, Preset, Technique, Truth};
+use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tierscope_core::units::{Duration, NS_PER_MS, NS_PER_S};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
     RegionReport, Snapshot,
@@ -63,8 +64,8 @@ impl Technique for PmlConfig {
         false
     }
 
-    fn truth(&self) -> Truth {
-        Truth::Written
+    fn emits(&self) -> FeedKind {
+        FeedKind::Writes
     }
 
     fn validate(&self) -> Result<(), FieldError> {

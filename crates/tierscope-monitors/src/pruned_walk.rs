@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
 };
@@ -76,6 +77,10 @@ impl Technique for PrunedWalkConfig {
                    docs/PRUNED_WALK.md)",
             config: PrunedWalkConfig::default(),
         }]
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::AccessChecks
     }
 
     fn flushes(&self) -> bool {

@@ -9,9 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tierscope_core::rng::Rng;
-use tierscope_core::{Capabilities, CostModel, FieldError, Monitor};
+use tierscope_core::{Capabilities, CostModel, FeedKind, FieldError, Monitor};
 
-/// What an engine's ground truth measures for a monitor.
+/// What an engine's ground truth measures for a monitor: follows from what it emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Truth {
     /// Blocks accessed at least the truth threshold in a window (every telemetry of
@@ -55,10 +55,8 @@ pub trait Technique: Sized {
     /// unmonitored, to count the walks the flushes add).
     fn flushes(&self) -> bool;
 
-    /// What its ground truth is.
-    fn truth(&self) -> Truth {
-        Truth::Accessed
-    }
+    /// What its snapshots' `nr_accesses` count (the type policies are fitted by).
+    fn emits(&self) -> FeedKind;
 
     /// Range checks; field paths relative to the monitor's table.
     fn validate(&self) -> Result<(), FieldError>;
@@ -162,7 +160,7 @@ registry! {
 trait TechniqueDyn {
     fn requires(&self) -> Capabilities;
     fn flushes(&self) -> bool;
-    fn truth(&self) -> Truth;
+    fn emits(&self) -> FeedKind;
     fn validate(&self) -> Result<(), FieldError>;
     fn build(&self, ctx: BuildContext) -> Box<dyn Monitor>;
 }
@@ -174,8 +172,8 @@ impl<T: Technique> TechniqueDyn for T {
     fn flushes(&self) -> bool {
         Technique::flushes(self)
     }
-    fn truth(&self) -> Truth {
-        Technique::truth(self)
+    fn emits(&self) -> FeedKind {
+        Technique::emits(self)
     }
     fn validate(&self) -> Result<(), FieldError> {
         Technique::validate(self)
@@ -202,6 +200,15 @@ impl MonitorConfig {
         Self::presets().iter().map(|p| p.name).collect()
     }
 
+    /// The presets whose monitors emit one of `kinds`, in registry order (for messages).
+    pub fn presets_emitting(kinds: &[FeedKind]) -> Vec<&'static str> {
+        Self::presets()
+            .iter()
+            .filter(|p| kinds.contains(&p.config.emits()))
+            .map(|p| p.name)
+            .collect()
+    }
+
     pub fn requires(&self) -> Capabilities {
         self.technique().requires()
     }
@@ -210,8 +217,17 @@ impl MonitorConfig {
         self.technique().flushes()
     }
 
+    pub fn emits(&self) -> FeedKind {
+        self.technique().emits()
+    }
+
+    /// What it is scored on: the blocks written for a monitor of writes (a write log
+    /// cannot see reads), the blocks accessed for every other.
     pub fn truth(&self) -> Truth {
-        self.technique().truth()
+        match self.emits() {
+            FeedKind::Writes => Truth::Written,
+            _ => Truth::Accessed,
+        }
     }
 
     pub fn validate(&self) -> Result<(), FieldError> {

@@ -17,6 +17,7 @@ use crate::registry::{BuildContext, Preset, Technique};
 use crate::shared::FlushPolicy;
 use serde::{Deserialize, Serialize};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     CostModel, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
 };
@@ -81,6 +82,10 @@ impl Technique for ScanConfig {
                 config: scan(100),
             },
         ]
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::AccessChecks
     }
 
     fn flushes(&self) -> bool {

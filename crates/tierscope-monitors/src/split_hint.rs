@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS};
+use tierscope_core::FeedKind;
 use tierscope_core::{
     AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
 };
@@ -112,6 +113,10 @@ impl Technique for SplitHintConfig {
     }
 
     /// Its page-mode scans flush what they clear.
+    fn emits(&self) -> FeedKind {
+        FeedKind::AccessChecks
+    }
+
     fn flushes(&self) -> bool {
         true
     }

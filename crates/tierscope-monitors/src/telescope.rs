@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::Duration;
+use tierscope_core::FeedKind;
 use tierscope_core::{FieldError, Flush, Level, Machine, Monitor};
 
 /// How Telescope picks the page-table level to profile for a region.
@@ -140,6 +141,10 @@ impl Technique for TelescopeConfig {
                 config: telescope(Variant::Flex),
             },
         ]
+    }
+
+    fn emits(&self) -> FeedKind {
+        FeedKind::AccessChecks
     }
 
     fn flushes(&self) -> bool {

@@ -51,7 +51,7 @@ pub fn engines(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 /// experiment file's table is needed).
 #[pyfunction]
 pub fn policies(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    tierscope_tiering::POLICIES
+    tierscope_tiering::PolicyConfig::POLICIES
         .iter()
         .map(|&(name, help)| {
             let d = PyDict::new(py);

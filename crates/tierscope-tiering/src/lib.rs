@@ -9,5 +9,5 @@ pub mod registry;
 
 pub use migration::{MigrationConfig, MigrationStats, Migrator, Move};
 pub use perf::{window_time, AppModel, WindowPerf};
-pub use policy::{Policy, View};
-pub use registry::{Feed, PolicyConfig, POLICIES};
+pub use policy::{Policy, PolicyConfig, View};
+pub use registry::{PolicyContext, PolicyTechnique};

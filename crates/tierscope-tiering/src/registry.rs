@@ -1,171 +1,200 @@
-//! The one registry of tiering policies, by `type` tag. Adding a policy: a file in
-//! `policy/` (config + `impl Policy`), `pub mod` in policy/mod.rs, one arm in each match
-//! below and one line in [`POLICIES`].
+//! How policies are registered. Each policy lives in its own file in `policy/` with its
+//! config, which implements [`PolicyTechnique`] (its help line, what it accepts as input,
+//! its checks, building it); the `registry!` list in policy/mod.rs names every policy once
+//! (its module, config type and `type` tag), and the rest is derived from that: the
+//! [`PolicyConfig`](crate::PolicyConfig) enum experiment files parse into, the list of
+//! tags with their help ([`PolicyConfig::POLICIES`](crate::PolicyConfig::POLICIES)), the
+//! default configurations a bare name stands for, and the dispatch below.
+//!
+//! Adding a policy: write `policy/foo.rs` (config struct + `impl PolicyTechnique` + the
+//! policy) and add one line `Foo(foo::FooConfig) = "foo",` to `registry!` in policy/mod.rs.
 
-use crate::policy::colloid::ColloidConfig;
-use crate::policy::damos::DamosConfig;
-use crate::policy::fixed::Fixed;
-use crate::policy::hemem::HememConfig;
-use crate::policy::memtis::MemtisConfig;
-use crate::policy::oracle::Oracle;
-use crate::policy::periodic::{Mode, PeriodicConfig};
-use crate::policy::telescope_rule::TelescopeRuleConfig;
-use crate::policy::tpp::TppConfig;
 use crate::policy::Policy;
-use serde::{Deserialize, Serialize};
-use tierscope_core::{FieldError, Intervals};
+use tierscope_core::{FieldError, Intervals, PolicyInput};
 
-/// What feeds a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feed {
-    /// The snapshots of a monitor of accesses (every monitor except write logs): the
-    /// policy runs once per such monitor, a grid.
-    Accesses,
-    /// The per-page sample counts of a `pebs` monitor, or a `nemo` monitor's per-page
-    /// counts scaled to PEBS samples (HeMem-NEMO): runs once per such monitor.
-    PebsSamples,
-    /// The hint faults of a `numa_hint` monitor: runs once per such monitor.
-    HintFaults,
-    /// The engine's own per-page counts of the window that just ended: runs once.
-    TruthHistory,
-    /// The coming window's truth, migrations free (the oracle): runs once.
-    Lookahead,
-    /// Nothing (static placement): runs once.
-    Nothing,
+/// What building a policy may use besides its config.
+pub struct PolicyContext {
+    /// The intervals of the monitor feeding it (the sampling and aggregation intervals
+    /// DAMOS's access rates are relative to); for a policy not fed by a monitor, its
+    /// period as every interval.
+    pub intervals: Intervals,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum PolicyConfig {
-    TelescopeRule(TelescopeRuleConfig),
-    Damos(DamosConfig),
-    Hemem(HememConfig),
-    Memtis(MemtisConfig),
-    Colloid(ColloidConfig),
-    Tpp(TppConfig),
-    Periodic(PeriodicConfig),
-    Oracle {},
-    Static {},
-}
-
-/// Every policy: tag and one line of help.
-pub const POLICIES: &[(&str, &str)] = &[
-    (
-        "telescope-rule",
-        "Telescope section 6.3: count > 5, skip regions >= 4 GB, hottest first, 10 GB per window",
-    ),
-    (
-        "damos",
-        "DAMOS migrate_hot / migrate_cold schemes, as tables or a damo command line",
-    ),
-    (
-        "hemem",
-        "HeMem: PEBS counts per 2 MiB page, hot at 8 samples, cooling at 18, 10 ms loop",
-    ),
-    (
-        "memtis",
-        "MEMTIS: log2 histogram threshold sized to the fast tier, 500 ms periods, 100 MB/s",
-    ),
-    (
-        "colloid",
-        "Colloid on HeMem's hotness: balance the tiers' loaded latencies (5%, 500 ms quantum)",
-    ),
-    (
-        "tpp",
-        "TPP: promote on a NUMA hint fault within 1 s of the scan, demote the oldest \
-         promotions to keep 2% of the fast tier free",
-    ),
-    (
-        "periodic",
-        "Cori's periodic schedulers: each window, swap the hottest slow pages with the least \
-         recently used fast ones (mode history or oracle)",
-    ),
-    (
-        "oracle",
-        "the coming window's densest ranges on the fast tier, free migration (a bound for packing)",
-    ),
-    ("static", "the initial placement, never migrated"),
-];
-
-impl PolicyConfig {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            PolicyConfig::TelescopeRule(_) => "telescope-rule",
-            PolicyConfig::Damos(_) => "damos",
-            PolicyConfig::Hemem(_) => "hemem",
-            PolicyConfig::Memtis(_) => "memtis",
-            PolicyConfig::Colloid(_) => "colloid",
-            PolicyConfig::Tpp(_) => "tpp",
-            PolicyConfig::Periodic(_) => "periodic",
-            PolicyConfig::Oracle {} => "oracle",
-            PolicyConfig::Static {} => "static",
-        }
-    }
-
-    /// The default configuration of the policy called `kind`.
-    pub fn named(kind: &str) -> Option<PolicyConfig> {
-        Some(match kind {
-            "telescope-rule" => PolicyConfig::TelescopeRule(Default::default()),
-            "hemem" => PolicyConfig::Hemem(Default::default()),
-            "memtis" => PolicyConfig::Memtis(Default::default()),
-            "colloid" => PolicyConfig::Colloid(Default::default()),
-            "tpp" => PolicyConfig::Tpp(Default::default()),
-            "oracle" => PolicyConfig::Oracle {},
-            "static" => PolicyConfig::Static {},
-            _ => return None,
-        })
-    }
-
-    pub fn feed(&self) -> Feed {
-        match self {
-            PolicyConfig::TelescopeRule(_) | PolicyConfig::Damos(_) => Feed::Accesses,
-            PolicyConfig::Hemem(_) | PolicyConfig::Memtis(_) | PolicyConfig::Colloid(_) => {
-                Feed::PebsSamples
-            }
-            PolicyConfig::Tpp(_) => Feed::HintFaults,
-            PolicyConfig::Periodic(c) => match c.mode {
-                Mode::History => Feed::TruthHistory,
-                Mode::Oracle => Feed::Lookahead,
+#[cfg(test)]
+impl PolicyContext {
+    /// A context for policies' unit tests: 5 ms samples, 100 ms windows.
+    pub fn for_tests() -> Self {
+        PolicyContext {
+            intervals: Intervals {
+                sample: 5_000_000,
+                aggr: 100_000_000,
+                ops_update: 1_000_000_000,
             },
-            PolicyConfig::Oracle {} => Feed::Lookahead,
-            PolicyConfig::Static {} => Feed::Nothing,
         }
     }
+}
 
-    /// Whether its moves are free (placed directly: no copy, no flush, no stall): only
-    /// the oracle bound's.
-    pub fn free_moves(&self) -> bool {
-        matches!(self, PolicyConfig::Oracle {})
+/// What every policy's config provides to the registry.
+pub trait PolicyTechnique: Sized {
+    /// One line for `--help` and docs.
+    const HELP: &'static str;
+
+    /// Its configuration when an experiment names it without a table
+    /// (`policies = ["hemem"]`); `None` when it needs settings.
+    fn by_name() -> Option<Self> {
+        None
+    }
+
+    /// What it acts on: the kinds of monitor output it accepts (checked by type when an
+    /// experiment is parsed), or an input of the engine's.
+    fn input(&self) -> PolicyInput;
+
+    /// How often it acts when it is not fed by a monitor (its period), ns.
+    fn period_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether its moves are free (placed directly: no copy, no flush, no stall).
+    fn free_moves(&self) -> bool {
+        false
     }
 
     /// Range checks against a machine of `tiers` tiers; field paths relative to the
     /// policy's table.
-    pub fn validate(&self, tiers: usize) -> Result<(), FieldError> {
-        match self {
-            PolicyConfig::TelescopeRule(c) => c.validate(),
-            PolicyConfig::Damos(c) => c.validate(tiers),
-            PolicyConfig::Hemem(c) => c.validate(),
-            PolicyConfig::Memtis(c) => c.validate(),
-            PolicyConfig::Colloid(c) => c.validate(),
-            PolicyConfig::Tpp(c) => c.validate(),
-            PolicyConfig::Periodic(c) => c.validate(),
-            PolicyConfig::Oracle {} | PolicyConfig::Static {} => Ok(()),
+    fn check(&self, tiers: usize) -> Result<(), FieldError>;
+
+    fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy>;
+}
+
+/// [`PolicyTechnique`] without its `Sized` constructors, so the enum can hand out one
+/// object.
+pub(crate) trait PolicyTechniqueDyn {
+    fn input(&self) -> PolicyInput;
+    fn period_ns(&self) -> Option<u64>;
+    fn free_moves(&self) -> bool;
+    fn check(&self, tiers: usize) -> Result<(), FieldError>;
+    fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy>;
+}
+
+impl<T: PolicyTechnique> PolicyTechniqueDyn for T {
+    fn input(&self) -> PolicyInput {
+        PolicyTechnique::input(self)
+    }
+    fn period_ns(&self) -> Option<u64> {
+        PolicyTechnique::period_ns(self)
+    }
+    fn free_moves(&self) -> bool {
+        PolicyTechnique::free_moves(self)
+    }
+    fn check(&self, tiers: usize) -> Result<(), FieldError> {
+        PolicyTechnique::check(self, tiers)
+    }
+    fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
+        PolicyTechnique::policy(self, ctx)
+    }
+}
+
+/// Declares every policy module and the [`crate::PolicyConfig`] enum from one line each:
+/// `Variant(module::Config) = "tag",`.
+macro_rules! registry {
+    ($($(#[$doc:meta])* $variant:ident($module:ident :: $config:ident) = $tag:literal,)*) => {
+        $(pub mod $module;)*
+
+        /// Every policy tierscope has, by its `type` tag.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "type")]
+        pub enum PolicyConfig {
+            $($(#[$doc])* #[serde(rename = $tag)] $variant($module::$config),)*
         }
+
+        impl PolicyConfig {
+            /// Every policy: its `type` tag and one line of help, in registry order.
+            pub const POLICIES: &'static [(&'static str, &'static str)] = &[
+                $(($tag, <$module::$config as $crate::registry::PolicyTechnique>::HELP),)*
+            ];
+
+            /// The `type` tag.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(PolicyConfig::$variant(_) => $tag,)*
+                }
+            }
+
+            /// The configuration a bare name stands for (`None`: unknown, or it needs
+            /// settings).
+            pub fn named(kind: &str) -> Option<PolicyConfig> {
+                use $crate::registry::PolicyTechnique;
+                match kind {
+                    $($tag => $module::$config::by_name().map(PolicyConfig::$variant),)*
+                    _ => None,
+                }
+            }
+
+            pub(crate) fn technique(&self) -> &dyn $crate::registry::PolicyTechniqueDyn {
+                match self {
+                    $(PolicyConfig::$variant(c) => c,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use registry;
+
+impl crate::PolicyConfig {
+    /// What it acts on.
+    pub fn input(&self) -> PolicyInput {
+        self.technique().input()
     }
 
-    /// The policy, fed by a monitor running at `intervals` (the oracle's and the static
-    /// policy's are ignored).
-    pub fn build(&self, intervals: Intervals) -> Box<dyn Policy> {
-        match self {
-            PolicyConfig::TelescopeRule(c) => Box::new(c.build()),
-            PolicyConfig::Damos(c) => Box::new(c.build(intervals)),
-            PolicyConfig::Hemem(c) => Box::new(c.build()),
-            PolicyConfig::Memtis(c) => Box::new(c.build()),
-            PolicyConfig::Colloid(c) => Box::new(c.build()),
-            PolicyConfig::Tpp(c) => Box::new(c.build()),
-            PolicyConfig::Periodic(c) => Box::new(c.build()),
-            PolicyConfig::Oracle {} => Box::new(Oracle::new()),
-            PolicyConfig::Static {} => Box::new(Fixed),
+    /// Its period when not fed by a monitor, ns.
+    pub fn period_ns(&self) -> Option<u64> {
+        self.technique().period_ns()
+    }
+
+    /// Whether its moves are free (only the oracle bound's).
+    pub fn free_moves(&self) -> bool {
+        self.technique().free_moves()
+    }
+
+    /// Range checks against a machine of `tiers` tiers.
+    pub fn validate(&self, tiers: usize) -> Result<(), FieldError> {
+        self.technique().check(tiers)
+    }
+
+    /// The policy, fed by a monitor running at `intervals` (a policy with a period of its
+    /// own is given that period as every interval).
+    pub fn build(&self, monitor_intervals: Option<Intervals>) -> Box<dyn Policy> {
+        let intervals = monitor_intervals.unwrap_or_else(|| {
+            let p = self.period_ns().unwrap_or(0);
+            Intervals {
+                sample: p,
+                aggr: p,
+                ops_update: p,
+            }
+        });
+        self.technique().policy(&PolicyContext { intervals })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::PolicyConfig;
+
+    #[test]
+    fn every_policy_is_listed_once_with_help_and_round_trips_by_name() {
+        let tags: Vec<&str> = PolicyConfig::POLICIES.iter().map(|p| p.0).collect();
+        for (i, (tag, help)) in PolicyConfig::POLICIES.iter().enumerate() {
+            assert!(!tags[..i].contains(tag), "{tag} twice");
+            assert!(!help.is_empty(), "{tag} has no help");
+            if let Some(c) = PolicyConfig::named(tag) {
+                assert_eq!(c.kind(), *tag);
+                c.validate(2).unwrap_or_else(|e| panic!("{tag}: {e}"));
+                let json = serde_json::to_value(&c).unwrap();
+                assert_eq!(json["type"], *tag);
+                let back: PolicyConfig = serde_json::from_value(json).unwrap();
+                assert_eq!(back, c);
+            }
         }
+        assert!(PolicyConfig::named("no-such-policy").is_none());
     }
 }

@@ -7,8 +7,9 @@ On a trace (--trace FILE in cori-sim's format, or --workload NAME, a generated o
 the paper's Figure 2), the tuned value is the period of cori-sim's page scheduler in
 requests and the cost its runtime model. On an experiment file, the tuned value is any
 duration of the experiment (--param, a config path as sweeps write them: e.g.
-`tiering.window` for a periodic policy's period, `monitors[damon-mod].aggr` for an
-aggregation interval), the candidates come from the workload's loops (its phases) and
+`tiering.policies[NAME].period` for a periodic policy's period,
+`monitors[damon-mod].aggr` for an aggregation interval), the candidates come from the
+workload's loops (its phases) and
 the cost of a value is one run: a policy run's application time (--run, default the
 first), or a monitor's summary value (--monitor and --metric, with --maximize for a
 score such as f1). --values replaces the candidates (e.g. to tune a migration quota in

@@ -467,13 +467,16 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"hemem\", monitors = [\"damon-mod\"]")],
             "monitors = [\"damon-mod\"]",
             "tiering.policies[2].monitors",
-            "needs PEBS samples or NEMO counts, and `damon-mod` is a damon monitor",
+            "`hemem` acts on sampled accesses (one per sampling period), and `damon-mod` (a \
+             damon monitor) emits access checks per region and window (presets that do: \
+             pebs-mod",
         ),
         (
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"tpp\", monitors = [\"damon-mod\"]")],
             "monitors = [\"damon-mod\"]",
             "tiering.policies[2].monitors",
-            "needs NUMA hint faults, and `damon-mod` is a damon monitor",
+            "`tpp` acts on NUMA hint faults per window, and `damon-mod` (a damon monitor) \
+             emits access checks per region and window (presets that do: numa-hint)",
         ),
         (
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"tpp\", demote_watermark = 1.5")],

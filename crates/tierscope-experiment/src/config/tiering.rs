@@ -10,9 +10,10 @@ use tierscope_core::tiers::{
     tier_preset, InitialPlacement, TierSetup, TierSpec, MAX_TIERS, TIER_PRESETS,
 };
 use tierscope_core::units::{parse_size, Duration, Size};
-use tierscope_core::{Capability, FieldError};
-use tierscope_monitors::Truth;
-use tierscope_tiering::{AppModel, Feed, MigrationConfig, PolicyConfig, POLICIES};
+use tierscope_core::{Capability, FeedKind, FieldError, PolicyInput};
+use tierscope_tiering::{AppModel, MigrationConfig, PolicyConfig};
+
+const POLICIES: &[(&str, &str)] = PolicyConfig::POLICIES;
 
 /// One tier as written: a preset name, or a table (a preset and overrides, or every field).
 #[derive(Debug, Clone, Deserialize)]
@@ -215,6 +216,12 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
     Ok(spec)
 }
 
+/// Which presets emit one of `kinds`, as a hint.
+fn emitted_by(kinds: &[FeedKind]) -> String {
+    let presets = tierscope_monitors::MonitorConfig::presets_emitting(kinds);
+    format!("presets that do: {}", presets.join(", "))
+}
+
 fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEntry, FieldError> {
     let names = || POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ");
     let mut table: Map<String, Value> = match v {
@@ -260,41 +267,27 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
     let config: PolicyConfig =
         serde_path_to_error::deserialize(Value::Object(table)).map_err(FieldError::from)?;
     config.validate(tiers)?;
-    let feed = config.feed();
-    // Whether the policy can use a monitor, or why not.
-    let fits = |m: &MonitorEntry| -> Result<(), String> {
-        match feed {
-            Feed::Accesses if m.config.truth() != Truth::Accessed => Err(format!(
-                "`{}` cannot use `{}`: it reports written pages, and the policy needs accesses",
-                config.kind(),
-                m.name
-            )),
-            // A nemo monitor's counts, scaled to PEBS samples (HeMem-NEMO), stand in.
-            Feed::PebsSamples if !matches!(m.config.kind(), "pebs" | "nemo") => Err(format!(
-                "`{}` needs PEBS samples or NEMO counts, and `{}` is a {} monitor (use a pebs \
-                 monitor, e.g. preset = \"pebs-{}\", or preset = \"nemo-hotset\")",
-                config.kind(),
-                m.name,
-                m.config.kind(),
-                config.kind()
-            )),
-            Feed::HintFaults if m.config.kind() != "numa_hint" => Err(format!(
-                "`{}` needs NUMA hint faults, and `{}` is a {} monitor (use preset = \
-                 \"numa-hint\")",
-                config.kind(),
-                m.name,
-                m.config.kind(),
-            )),
-            _ => Ok(()),
+    let feeds = match (config.input(), wanted) {
+        (PolicyInput::Monitor(accepts), None) => {
+            let fed: Vec<String> = monitors
+                .iter()
+                .filter(|m| accepts.contains(&m.config.emits()))
+                .map(|m| m.name.clone())
+                .collect();
+            if fed.is_empty() {
+                return Err(FieldError::new(
+                    "type",
+                    format!(
+                        "`{}` acts on {}, and no monitor of the experiment emits that ({})",
+                        config.kind(),
+                        FeedKind::list(accepts),
+                        emitted_by(accepts)
+                    ),
+                ));
+            }
+            fed
         }
-    };
-    let feeds = match (feed, wanted) {
-        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, None) => monitors
-            .iter()
-            .filter(|m| fits(m).is_ok())
-            .map(|m| m.name.clone())
-            .collect(),
-        (Feed::Accesses | Feed::PebsSamples | Feed::HintFaults, Some(list)) => {
+        (PolicyInput::Monitor(accepts), Some(list)) => {
             for m in &list {
                 let Some(entry) = monitors.iter().find(|e| &e.name == m) else {
                     return Err(FieldError::new(
@@ -302,7 +295,20 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
                         format!("no monitor is called `{m}`"),
                     ));
                 };
-                fits(entry).map_err(|why| FieldError::new("monitors", why))?;
+                let emits = entry.config.emits();
+                if !accepts.contains(&emits) {
+                    return Err(FieldError::new(
+                        "monitors",
+                        format!(
+                            "`{}` acts on {}, and `{m}` (a {} monitor) emits {} ({})",
+                            config.kind(),
+                            FeedKind::list(accepts),
+                            entry.config.kind(),
+                            emits.describe(),
+                            emitted_by(accepts)
+                        ),
+                    ));
+                }
             }
             list
         }
@@ -314,20 +320,6 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
         }
         (_, None) => vec![],
     };
-    if matches!(feed, Feed::Accesses | Feed::PebsSamples | Feed::HintFaults) && feeds.is_empty() {
-        let what = match feed {
-            Feed::PebsSamples => "a pebs or nemo monitor",
-            Feed::HintFaults => "a numa_hint monitor (preset = \"numa-hint\")",
-            _ => "a monitor of accesses",
-        };
-        return Err(FieldError::new(
-            "type",
-            format!(
-                "`{}` needs {what}, and the experiment has none",
-                config.kind()
-            ),
-        ));
-    }
     Ok(PolicyEntry {
         name: name.unwrap_or_else(|| config.kind().to_string()),
         config,

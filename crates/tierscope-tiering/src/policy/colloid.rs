@@ -18,7 +18,8 @@ use super::counts::PageCounts;
 use super::{promote_with_room, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::{Duration, Size};
-use tierscope_core::{AddrRange, FieldError, Nanos, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::{FeedKind, PolicyInput, AddrRange, FieldError, Nanos, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -46,8 +47,19 @@ impl Default for ColloidConfig {
     }
 }
 
-impl ColloidConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+impl PolicyTechnique for ColloidConfig {
+    const HELP: &'static str =
+        "Colloid on HeMem's hotness: balance the tiers' loaded latencies (5%, 500 ms quantum)";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(&[FeedKind::Samples])
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
         if self.hot_threshold == 0 || self.cooling_threshold < self.hot_threshold {
             return Err(FieldError::new(
                 "cooling_threshold",
@@ -69,13 +81,13 @@ impl ColloidConfig {
         Ok(())
     }
 
-    pub fn build(&self) -> Colloid {
-        Colloid {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(Colloid {
             config: self.clone(),
             counts: PageCounts::default(),
             next: self.quantum.0,
             bounds: (0.0, 1.0),
-        }
+        })
     }
 }
 
@@ -200,7 +212,7 @@ mod tests {
                 max_per_quantum: Size(mib2),
                 ..Default::default()
             }
-            .build();
+            .policy(&PolicyContext::for_tests());
             policy.observe(&Snapshot {
                 start: 0,
                 end: 1,
@@ -209,7 +221,7 @@ mod tests {
             policy
         };
         let mut policy = fresh();
-        let act = |policy: &mut Colloid, latency: [f64; 2]| {
+        let act = |policy: &mut Box<dyn Policy>, latency: [f64; 2]| {
             let view = View {
                 now: 0,
                 tiers: &tiers,

@@ -15,8 +15,9 @@
 
 use super::{due_if, head, Policy, View};
 use crate::migration::Move;
+use crate::registry::{PolicyContext, PolicyTechnique};
 use tierscope_core::units::{parse_duration, parse_size, Duration, Size};
-use tierscope_core::{AddrRange, FieldError, Intervals, Nanos, RegionReport, Snapshot};
+use tierscope_core::{AddrRange, FeedKind, FieldError, Nanos, PolicyInput, RegionReport, Snapshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,9 +99,20 @@ impl DamosConfig {
         }
         Ok(out)
     }
+}
+
+impl PolicyTechnique for DamosConfig {
+    const HELP: &'static str =
+        "DAMOS migrate_hot / migrate_cold schemes, as tables or a damo command line";
+
+    /// Any monitor of accesses: DAMOS's access rates are relative to what its regions
+    /// can score in a window.
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(FeedKind::ACCESSES)
+    }
 
     /// Checks against the machine's number of tiers.
-    pub fn validate(&self, tiers: usize) -> Result<(), FieldError> {
+    fn check(&self, tiers: usize) -> Result<(), FieldError> {
         let schemes = self.all_schemes()?;
         if schemes.is_empty() {
             return Err(FieldError::new(
@@ -137,9 +149,10 @@ impl DamosConfig {
         Ok(())
     }
 
-    pub fn build(&self, intervals: Intervals) -> Damos {
+    fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
+        let intervals = ctx.intervals;
         let schemes = self.all_schemes().expect("validated");
-        Damos {
+        Box::new(Damos {
             states: schemes
                 .into_iter()
                 .map(|scheme| SchemeState {
@@ -150,7 +163,7 @@ impl DamosConfig {
                 .collect(),
             max_nr_accesses: (intervals.aggr / intervals.sample.max(1)).max(1) as u32,
             pending: None,
-        }
+        })
     }
 }
 

@@ -12,7 +12,8 @@ use super::counts::PageCounts;
 use super::{due_if, promote_with_room, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::Size;
-use tierscope_core::{FieldError, Nanos, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::{FeedKind, PolicyInput, FieldError, Nanos, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -38,8 +39,19 @@ impl Default for HememConfig {
     }
 }
 
-impl HememConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+impl PolicyTechnique for HememConfig {
+    const HELP: &'static str =
+        "HeMem: PEBS counts per 2 MiB page, hot at 8 samples, cooling at 18, 10 ms loop";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(&[FeedKind::Samples])
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
         if self.hot_threshold == 0 || self.cooling_threshold < self.hot_threshold {
             return Err(FieldError::new(
                 "cooling_threshold",
@@ -55,12 +67,12 @@ impl HememConfig {
         Ok(())
     }
 
-    pub fn build(&self) -> Hemem {
-        Hemem {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(Hemem {
             config: self.clone(),
             counts: PageCounts::default(),
             fresh: false,
-        }
+        })
     }
 }
 

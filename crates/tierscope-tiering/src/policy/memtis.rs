@@ -26,7 +26,8 @@ use super::{coldest_first, promote_with_room, Policy, View};
 use crate::migration::Move;
 use std::collections::{BTreeMap, BTreeSet};
 use tierscope_core::units::{Duration, Size};
-use tierscope_core::{AddrRange, FieldError, Nanos, RegionReport, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::{FeedKind, PolicyInput, AddrRange, FieldError, Nanos, RegionReport, Snapshot};
 
 /// Bins of the count histogram.
 const BINS: usize = 16;
@@ -57,8 +58,19 @@ impl Default for MemtisConfig {
     }
 }
 
-impl MemtisConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+impl PolicyTechnique for MemtisConfig {
+    const HELP: &'static str =
+        "MEMTIS: log2 histogram threshold sized to the fast tier, 500 ms periods, 100 MB/s";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(&[FeedKind::Samples])
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
         if self.period.0 == 0 {
             return Err(FieldError::new("period", "must be positive"));
         }
@@ -74,7 +86,14 @@ impl MemtisConfig {
         Ok(())
     }
 
-    pub fn build(&self) -> Memtis {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(self.memtis())
+    }
+}
+
+impl MemtisConfig {
+    /// The policy itself (its tests look inside).
+    fn memtis(&self) -> Memtis {
         Memtis {
             config: self.clone(),
             counts: PageCounts::default(),
@@ -399,7 +418,7 @@ mod tests {
                 split,
                 ..MemtisConfig::default()
             }
-            .build();
+            .memtis();
             m.observe(&snapshot);
             let mut out = vec![];
             m.act(&view, &mut out);
@@ -428,7 +447,7 @@ mod tests {
 
     #[test]
     fn threshold_fills_the_fast_tier_from_the_hottest_bin_down() {
-        let mut m = MemtisConfig::default().build();
+        let mut m = MemtisConfig::default().memtis();
         let mib2 = 2u64 << 20;
         let region = |i: u64, n: u32| RegionReport {
             start: i * mib2,

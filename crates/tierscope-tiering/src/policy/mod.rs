@@ -1,16 +1,19 @@
 //! Tiering policies: each turns what its monitor reports into moves. One file per policy,
-//! its config beside it; [`crate::registry`] names them all.
+//! its config beside it, and one line in the list below (see [`crate::registry`]).
 
-pub mod colloid;
 pub mod counts;
-pub mod damos;
-pub mod fixed;
-pub mod hemem;
-pub mod memtis;
-pub mod oracle;
-pub mod periodic;
-pub mod telescope_rule;
-pub mod tpp;
+
+crate::registry::registry! {
+    TelescopeRule(telescope_rule::TelescopeRuleConfig) = "telescope-rule",
+    Damos(damos::DamosConfig) = "damos",
+    Hemem(hemem::HememConfig) = "hemem",
+    Memtis(memtis::MemtisConfig) = "memtis",
+    Colloid(colloid::ColloidConfig) = "colloid",
+    Tpp(tpp::TppConfig) = "tpp",
+    Periodic(periodic::PeriodicConfig) = "periodic",
+    Oracle(oracle::OracleConfig) = "oracle",
+    Static(fixed::StaticConfig) = "static",
+}
 
 use crate::migration::Move;
 use tierscope_core::tiers::TierSpec;

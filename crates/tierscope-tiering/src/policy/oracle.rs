@@ -5,19 +5,63 @@
 //! slowest tier, and its moves cost nothing. It bounds policies that pack hot data into
 //! the fast tier, not policies that balance load across tiers (docs/TIERING.md).
 
+use super::periodic::default_period;
 use super::{due_if, Policy, View};
 use crate::migration::Move;
-use tierscope_core::{AddrRange, Nanos, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::units::Duration;
+use tierscope_core::{AddrRange, FieldError, Nanos, PolicyInput, Snapshot};
 
-#[derive(Default)]
-pub struct Oracle {
-    coming: Option<Vec<(AddrRange, f64)>>,
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OracleConfig {
+    /// How often it re-places the heap, from the coming period's counts (default 100 ms).
+    #[serde(default = "default_period")]
+    pub period: Duration,
 }
 
-impl Oracle {
-    pub fn new() -> Self {
-        Oracle::default()
+impl Default for OracleConfig {
+    fn default() -> Self {
+        OracleConfig {
+            period: default_period(),
+        }
     }
+}
+
+impl PolicyTechnique for OracleConfig {
+    const HELP: &'static str =
+        "the coming period's densest ranges on the fast tier, free migration (a bound for packing)";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Lookahead
+    }
+
+    fn period_ns(&self) -> Option<u64> {
+        Some(self.period.0)
+    }
+
+    fn free_moves(&self) -> bool {
+        true
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
+        if self.period.0 == 0 {
+            return Err(FieldError::new("period", "must be positive"));
+        }
+        Ok(())
+    }
+
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(Oracle { coming: None })
+    }
+}
+
+pub struct Oracle {
+    coming: Option<Vec<(AddrRange, f64)>>,
 }
 
 impl Policy for Oracle {
@@ -88,7 +132,7 @@ mod tests {
             latency_ns: &[1.0, 1.0],
         };
         let mib = |m: u64| heap.start + (m << 20);
-        let mut oracle = Oracle::new();
+        let mut oracle = Oracle { coming: None };
         oracle.observe_heat(&[
             (AddrRange::new(mib(0), mib(4)), 1.0),
             (AddrRange::new(mib(6), mib(8)), 5.0),

@@ -14,8 +14,10 @@
 
 use super::{due_if, Policy, View};
 use crate::migration::Move;
+use crate::registry::{PolicyContext, PolicyTechnique};
 use std::collections::BTreeMap;
-use tierscope_core::{AddrRange, FieldError, Nanos, Snapshot};
+use tierscope_core::units::Duration;
+use tierscope_core::{AddrRange, FieldError, Nanos, PolicyInput, Snapshot};
 
 /// cori-sim's page.
 const PAGE: u64 = 4096;
@@ -45,20 +47,48 @@ pub struct PeriodicConfig {
     /// Counts are rounded down to multiples of this (0 or 1: not at all).
     #[serde(default)]
     pub count_quantum: u64,
+    /// How often it acts: the period it ranks pages over (default 100 ms). What Cori
+    /// tunes (`tierscope tune --param tiering.policies[NAME].period`).
+    #[serde(default = "default_period")]
+    pub period: Duration,
 }
 
-impl PeriodicConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+/// The period of Cori's schedulers and the oracle bound when none is given.
+pub fn default_period() -> Duration {
+    Duration(100_000_000)
+}
+
+impl PolicyTechnique for PeriodicConfig {
+    const HELP: &'static str = "Cori's periodic schedulers: each period, swap the hottest slow pages with \
+         the least recently used fast ones (mode history or oracle)";
+
+    /// The engine's exact per-page counts: the period just ended (history) or the coming
+    /// one (oracle).
+    fn input(&self) -> PolicyInput {
+        match self.mode {
+            Mode::History => PolicyInput::EngineHistory,
+            Mode::Oracle => PolicyInput::Lookahead,
+        }
+    }
+
+    fn period_ns(&self) -> Option<u64> {
+        Some(self.period.0)
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
+        if self.period.0 == 0 {
+            return Err(FieldError::new("period", "must be positive"));
+        }
         Ok(())
     }
 
-    pub fn build(&self) -> Periodic {
-        Periodic {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(Periodic {
             config: self.clone(),
             counts: None,
             period: 0,
             last_seen: BTreeMap::new(),
-        }
+        })
     }
 }
 
@@ -173,8 +203,9 @@ mod tests {
         let mut p = PeriodicConfig {
             mode: Mode::History,
             count_quantum: 0,
+            period: default_period(),
         }
-        .build();
+        .policy(&PolicyContext::for_tests());
         // C alone is colder than both fast pages: nothing moves.
         p.observe_heat(&[
             (page(0), per_byte(100.0)),

@@ -8,7 +8,8 @@
 use super::{due_if, promote_with_room, Policy, View};
 use crate::migration::Move;
 use tierscope_core::units::Size;
-use tierscope_core::{FieldError, Nanos, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::{FeedKind, PolicyInput, FieldError, Nanos, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -31,8 +32,19 @@ impl Default for TelescopeRuleConfig {
     }
 }
 
-impl TelescopeRuleConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+impl PolicyTechnique for TelescopeRuleConfig {
+    const HELP: &'static str =
+        "Telescope section 6.3: count > 5, skip regions >= 4 GB, hottest first, 10 GB per window";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(FeedKind::ACCESSES)
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
         if self.max_region.0 == 0 || self.max_per_window.0 == 0 {
             return Err(FieldError::new(
                 "max_region",
@@ -42,11 +54,11 @@ impl TelescopeRuleConfig {
         Ok(())
     }
 
-    pub fn build(&self) -> TelescopeRule {
-        TelescopeRule {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(TelescopeRule {
             config: self.clone(),
             pending: None,
-        }
+        })
     }
 }
 
@@ -141,7 +153,7 @@ mod tests {
             max_region: Size(32 << 20),
             ..Default::default()
         }
-        .build();
+        .policy(&PolicyContext::for_tests());
         rule.observe(&Snapshot {
             start: 0,
             end: 1,

@@ -16,7 +16,8 @@ use super::{due_if, Policy, View};
 use crate::migration::Move;
 use std::collections::{HashMap, VecDeque};
 use tierscope_core::units::Size;
-use tierscope_core::{AddrRange, FieldError, Nanos, Snapshot};
+use crate::registry::{PolicyContext, PolicyTechnique};
+use tierscope_core::{FeedKind, PolicyInput, AddrRange, FieldError, Nanos, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -37,8 +38,20 @@ impl Default for TppConfig {
     }
 }
 
-impl TppConfig {
-    pub fn validate(&self) -> Result<(), FieldError> {
+impl PolicyTechnique for TppConfig {
+    const HELP: &'static str =
+        "TPP: promote on a NUMA hint fault within 1 s of the scan, demote the oldest \
+         promotions to keep 2% of the fast tier free";
+
+    fn by_name() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn input(&self) -> PolicyInput {
+        PolicyInput::Monitor(&[FeedKind::HintFaults])
+    }
+
+    fn check(&self, _tiers: usize) -> Result<(), FieldError> {
         if self.promote_rate.0 == 0 {
             return Err(FieldError::new("promote_rate", "must be positive"));
         }
@@ -51,8 +64,8 @@ impl TppConfig {
         Ok(())
     }
 
-    pub fn build(&self) -> Tpp {
-        Tpp {
+    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
+        Box::new(Tpp {
             config: self.clone(),
             hot: vec![],
             pending: false,
@@ -61,7 +74,7 @@ impl TppConfig {
             latest: HashMap::new(),
             seq: 0,
             seeded: false,
-        }
+        })
     }
 }
 
@@ -203,7 +216,7 @@ mod tests {
             demote_watermark: 0.05,
             ..TppConfig::default()
         }
-        .build();
+        .policy(&PolicyContext::for_tests());
         // 96 KiB faulted: only 64 KiB - 13107 bytes fit, so the oldest range (the first
         // 192 KiB, whole) goes down first.
         tpp.observe(&snapshot(&[(512 << 10, 608 << 10)]));
@@ -254,7 +267,7 @@ mod tests {
             promote_rate: Size(1 << 20),
             demote_watermark: 0.0,
         }
-        .build();
+        .policy(&PolicyContext::for_tests());
         tpp.observe(&snapshot(&[(0, 64 << 20)]));
         let view = View {
             now: 500_000_000,
