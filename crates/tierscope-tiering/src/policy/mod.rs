@@ -13,6 +13,7 @@ crate::registry::registry! {
     Periodic(periodic::PeriodicConfig) = "periodic",
     Oracle(oracle::OracleConfig) = "oracle",
     Static(fixed::StaticConfig) = "static",
+    Mglru(mglru::MglruConfig) = "mglru",
 }
 
 use crate::migration::Move;
