@@ -21,7 +21,7 @@ pub trait Participant<C> {
 }
 
 /// Wakes `participants` in time order up to `end` (inclusive), reporting progress in
-/// `slot` and stopping on a cancel; stops early when the engine's workload has ended (a
+/// `slot` (when the run has one) and stopping on a cancel; stops early when the engine's workload has ended (a
 /// real program exited). Returns with the engine at the last wake-up.
 pub fn drive<C>(
     engine: &mut dyn Engine,
@@ -29,7 +29,7 @@ pub fn drive<C>(
     shared: &mut C,
     end: Nanos,
     progress: &Progress,
-    slot: usize,
+    slot: Option<usize>,
 ) -> Result<(), RunError> {
     loop {
         let t = participants
@@ -41,7 +41,9 @@ pub fn drive<C>(
             return Ok(());
         }
         engine.advance_to(t);
-        progress.set(slot, t);
+        if let Some(slot) = slot {
+            progress.set(slot, t);
+        }
         if progress.cancelled() {
             return Err(RunError::Cancelled);
         }

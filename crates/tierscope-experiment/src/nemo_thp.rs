@@ -20,13 +20,15 @@
 
 use crate::build;
 use crate::config::{EngineKind, Experiment};
+use crate::drive::{drive, Participant};
+use crate::result::Progress;
 use crate::run::RunError;
 use std::collections::BTreeMap;
 use tierscope_core::memtel::{
     Filter, Kinds, MaskShift, ReadEffect, TelemetrySpec, Translation, Update,
 };
 use tierscope_core::rng::Rng;
-use tierscope_core::{AddrRange, Capabilities, Capability, CostCounters, Engine, Nanos};
+use tierscope_core::{AddrRange, Capabilities, Capability, CostCounters, Engine, Monitor, Nanos};
 use tierscope_monitors::registry::Truth;
 use tierscope_monitors::MonitorConfig;
 use tierscope_nemo::Multiplexer;
@@ -244,42 +246,143 @@ impl Found {
     }
 }
 
+/// MEMTIS's counts scored every `step`, checked when the counts change (the first wake-up
+/// at or after each step).
+struct Scoring<'a> {
+    found: &'a mut [Found],
+    step: Nanos,
+    next: Nanos,
+}
+
+impl Scoring<'_> {
+    fn at(&mut self, counts: &PageCounts, now: Nanos) {
+        if now >= self.next {
+            for f in self.found.iter_mut() {
+                f.score(counts, now);
+            }
+            self.next += self.step;
+        }
+    }
+}
+
+/// MEMTIS-PEBS: the `pebs-memtis` monitor's samples with MEMTIS's cooling.
+struct MemtisPebs {
+    monitor: Box<dyn Monitor>,
+    counts: PageCounts,
+    cooling_samples: u64,
+}
+
+impl Participant<Scoring<'_>> for MemtisPebs {
+    fn next_wakeup(&self) -> Nanos {
+        self.monitor.next_wakeup()
+    }
+
+    fn wake(
+        &mut self,
+        e: &mut dyn Engine,
+        scoring: &mut Scoring,
+        now: Nanos,
+    ) -> Result<(), RunError> {
+        if let Some(s) = self.monitor.wake(e.as_machine()) {
+            self.counts.add(&s);
+            if self.counts.since_cooling >= self.cooling_samples {
+                self.counts.cool();
+            }
+        }
+        scoring.at(&self.counts, now);
+        Ok(())
+    }
+}
+
 fn memtis_pebs(
     exp: &Experiment,
     found: &mut [Found],
     opts: &ThpSplitOptions,
+    progress: &Progress,
 ) -> Result<f64, RunError> {
     let config = MonitorConfig::preset("pebs-memtis").expect("registered preset");
     let mut e = build::engine(exp, config.requires(), Truth::Accessed)?;
-    let mut mon = config.build(Rng::for_stream(exp.seed, "monitor/pebs-memtis"), &exp.cost);
-    let mut counts = PageCounts::default();
-    let mut next_score = opts.step;
-    loop {
-        let t = mon.next_wakeup();
-        if t > exp.duration_ns {
-            break;
-        }
-        e.advance_to(t);
-        if let Some(s) = mon.wake(e.as_machine()) {
-            counts.add(&s);
-            if counts.since_cooling >= opts.cooling_samples {
-                counts.cool();
-            }
-        }
-        if t >= next_score {
-            for f in found.iter_mut() {
-                f.score(&counts, t);
-            }
-            next_score += opts.step;
-        }
-    }
+    let mut pebs = MemtisPebs {
+        monitor: config.build(Rng::for_stream(exp.seed, "monitor/pebs-memtis"), &exp.cost),
+        counts: PageCounts::default(),
+        cooling_samples: opts.cooling_samples,
+    };
+    let mut scoring = Scoring {
+        found,
+        step: opts.step,
+        next: opts.step,
+    };
+    let mut parts: [&mut dyn Participant<Scoring>; 1] = [&mut pebs];
+    drive(
+        e.as_mut(),
+        &mut parts,
+        &mut scoring,
+        exp.duration_ns,
+        progress,
+        None,
+    )?;
     Ok(exp.cost.cpu_percent(e.as_machine().cost(), exp.duration_ns))
+}
+
+/// MEMTIS-NEMO: every `period`, the multiplexers sweep the skewness pipelines over the next
+/// huge pages (and the hotness pipeline, read for its cost) and keep each page's per-4 KiB
+/// counts from the last period it was tracked.
+struct MemtisNemo {
+    hot_mux: Multiplexer,
+    mux: Multiplexer,
+    va_of: BTreeMap<u64, u64>,
+    counts: PageCounts,
+    cost: CostCounters,
+    period: Nanos,
+    next: Nanos,
+}
+
+impl Participant<Scoring<'_>> for MemtisNemo {
+    fn next_wakeup(&self) -> Nanos {
+        self.next
+    }
+
+    fn wake(
+        &mut self,
+        e: &mut dyn Engine,
+        scoring: &mut Scoring,
+        now: Nanos,
+    ) -> Result<(), RunError> {
+        let nemo = e
+            .as_machine()
+            .mem_telemetry()
+            .expect("capability requested");
+        let writes_before = self.mux.writes() + self.hot_mux.writes();
+        self.hot_mux.scan(nemo, |_, _| {}).expect("valid keys");
+        let (va_of, counts) = (&self.va_of, &mut self.counts);
+        self.mux
+            .scan(nemo, |key, states| {
+                let va = va_of[&key];
+                for (j, &c) in states.iter().enumerate() {
+                    let s = va + j as u64 * BASE;
+                    if c > 0 {
+                        counts.pages.insert(s, (s + BASE, c));
+                    } else {
+                        counts.pages.remove(&s);
+                    }
+                }
+            })
+            .expect("valid keys");
+        self.cost.nemo_state_reads +=
+            self.mux.programmed().len() as u64 * 512 + self.hot_mux.programmed().len() as u64;
+        self.cost.nemo_translation_writes +=
+            self.mux.writes() + self.hot_mux.writes() - writes_before;
+        scoring.at(&self.counts, now);
+        self.next += self.period;
+        Ok(())
+    }
 }
 
 fn memtis_nemo(
     exp: &Experiment,
     found: &mut [Found],
     opts: &ThpSplitOptions,
+    progress: &Progress,
 ) -> Result<f64, RunError> {
     let caps = Capabilities::of(&[Capability::MemTelemetry]);
     let mut e = build::engine(exp, caps, Truth::Accessed)?;
@@ -306,46 +409,34 @@ fn memtis_nemo(
         .map(|_| reg(nemo, &spec))
         .collect::<Result<Vec<_>, _>>()?;
     let keys: Vec<u64> = pages.iter().map(|p| p.1).collect();
-    let mut hot_mux = Multiplexer::new(nemo, vec![hot_id], keys.clone()).expect("keys fit");
-    let mut mux = Multiplexer::new(nemo, ids, keys).expect("keys fit");
-    let va_of: BTreeMap<u64, u64> = pages.iter().map(|&(va, k)| (k, va)).collect();
-    let mut counts = PageCounts::default();
+    let hot_mux = Multiplexer::new(nemo, vec![hot_id], keys.clone()).expect("keys fit");
+    let mux = Multiplexer::new(nemo, ids, keys).expect("keys fit");
     let mut cost = CostCounters::default();
     cost.nemo_translation_writes += mux.writes() + hot_mux.writes();
-    let mut next_score = opts.step;
-    let mut t = 0;
-    while t + opts.period <= exp.duration_ns {
-        t += opts.period;
-        e.advance_to(t);
-        let nemo = e
-            .as_machine()
-            .mem_telemetry()
-            .expect("capability requested");
-        let writes_before = mux.writes() + hot_mux.writes();
-        hot_mux.scan(nemo, |_, _| {}).expect("valid keys");
-        mux.scan(nemo, |key, states| {
-            let va = va_of[&key];
-            for (j, &c) in states.iter().enumerate() {
-                let s = va + j as u64 * BASE;
-                if c > 0 {
-                    counts.pages.insert(s, (s + BASE, c));
-                } else {
-                    counts.pages.remove(&s);
-                }
-            }
-        })
-        .expect("valid keys");
-        cost.nemo_state_reads +=
-            mux.programmed().len() as u64 * 512 + hot_mux.programmed().len() as u64;
-        cost.nemo_translation_writes += mux.writes() + hot_mux.writes() - writes_before;
-        if t >= next_score {
-            for f in found.iter_mut() {
-                f.score(&counts, t);
-            }
-            next_score += opts.step;
-        }
-    }
-    Ok(exp.cost.cpu_percent(&cost, exp.duration_ns))
+    let mut sweep = MemtisNemo {
+        hot_mux,
+        mux,
+        va_of: pages.iter().map(|&(va, k)| (k, va)).collect(),
+        counts: PageCounts::default(),
+        cost,
+        period: opts.period,
+        next: opts.period,
+    };
+    let mut scoring = Scoring {
+        found,
+        step: opts.step,
+        next: opts.step,
+    };
+    let mut parts: [&mut dyn Participant<Scoring>; 1] = [&mut sweep];
+    drive(
+        e.as_mut(),
+        &mut parts,
+        &mut scoring,
+        exp.duration_ns,
+        progress,
+        None,
+    )?;
+    Ok(exp.cost.cpu_percent(&sweep.cost, exp.duration_ns))
 }
 
 /// Runs the comparison on `exp` (statistical engine, a huge-page heap).
@@ -397,8 +488,10 @@ pub fn run(exp: &Experiment, opts: &ThpSplitOptions) -> Result<Vec<ThpSplitRow>,
         });
     }
     let mut nemo_found = found.clone();
-    let pebs_cpu = memtis_pebs(exp, &mut found, opts)?;
-    let nemo_cpu = memtis_nemo(exp, &mut nemo_found, opts)?;
+    // Nothing watches this study's progress or cancels it.
+    let progress = Progress::new(0, exp.duration_ns);
+    let pebs_cpu = memtis_pebs(exp, &mut found, opts, &progress)?;
+    let nemo_cpu = memtis_nemo(exp, &mut nemo_found, opts, &progress)?;
     let mut rows = vec![];
     for (i, truth_row) in truth_rows.into_iter().enumerate() {
         rows.push(truth_row);

@@ -2,6 +2,7 @@
 //! monitors in parallel, each run deterministic for the experiment's seed.
 
 use crate::config::Experiment;
+use crate::drive::{drive, Participant, Ticker};
 use crate::evaluate;
 use crate::impact::{self, ImpactModel};
 use crate::result::{MonitorRun, Progress, RunResult};
@@ -9,7 +10,10 @@ use crate::tiering_run::PolicyRun;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tierscope_core::limits::{human_bytes, MAX_KEPT_BYTES};
-use tierscope_core::{AddrRange, Capabilities, FieldError, MachineStats, Mapping};
+use tierscope_core::{
+    AddrRange, BlockIntervals, Capabilities, Engine, FieldError, MachineStats, Mapping, Monitor,
+    Nanos, Snapshot,
+};
 use tierscope_monitors::Truth;
 
 /// Why a run did not finish.
@@ -166,16 +170,62 @@ pub fn run_experiment_kept(
 fn run_baseline(exp: &Experiment, progress: &Progress) -> Result<MachineStats, RunError> {
     let mut engine = crate::build::engine(exp, Capabilities::NONE, Truth::Accessed)?;
     // In steps, so that a cancel is noticed.
-    let step = 100_000_000;
-    let mut t = 0;
-    while t < exp.duration_ns {
-        t = (t + step).min(exp.duration_ns);
-        engine.advance_to(t);
-        if progress.cancelled() {
-            return Err(RunError::Cancelled);
-        }
-    }
+    let mut ticker = Ticker::new(100_000_000);
+    let mut parts: [&mut dyn Participant<()>; 1] = [&mut ticker];
+    drive(
+        engine.as_mut(),
+        &mut parts,
+        &mut (),
+        exp.duration_ns,
+        progress,
+        None,
+    )?;
+    engine.advance_to(exp.duration_ns);
     Ok(engine.stats())
+}
+
+/// A monitor's run: the monitor wakes at its times; each snapshot is kept with the
+/// window's truth and the cycles the monitor spent in it.
+struct Recorder<'a> {
+    exp: &'a Experiment,
+    name: &'a str,
+    monitor: Box<dyn Monitor>,
+    snapshots: Vec<Snapshot>,
+    truth: Vec<BlockIntervals>,
+    window_cycles: Vec<f64>,
+    cycles_before: f64,
+    /// Real CPU time of the wake-ups, on a real machine only: simulated runs stay
+    /// byte-for-byte reproducible.
+    monitor_cpu_ns: Option<u64>,
+    /// What the run keeps per window for its outputs grows with the run: bounded.
+    kept: u64,
+    kept_limit: u64,
+}
+
+impl Participant<()> for Recorder<'_> {
+    fn next_wakeup(&self) -> Nanos {
+        self.monitor.next_wakeup()
+    }
+
+    fn wake(&mut self, engine: &mut dyn Engine, _: &mut (), now: Nanos) -> Result<(), RunError> {
+        let cpu0 = self.monitor_cpu_ns.map(|_| thread_cpu_ns());
+        let woke = self.monitor.wake(engine.as_machine());
+        if let (Some(total), Some(cpu0)) = (&mut self.monitor_cpu_ns, cpu0) {
+            *total += thread_cpu_ns().saturating_sub(cpu0);
+        }
+        if let Some(snapshot) = woke {
+            self.truth.push(engine.take_truth());
+            self.kept += window_bytes(&snapshot, self.truth.last().map_or(0, Vec::len));
+            if self.kept > self.kept_limit {
+                return Err(kept_error(self.exp, self.name, now, self.kept_limit));
+            }
+            let cycles = self.exp.cost.cycles(engine.as_machine().cost());
+            self.window_cycles.push(cycles - self.cycles_before);
+            self.cycles_before = cycles;
+            self.snapshots.push(snapshot);
+        }
+        Ok(())
+    }
 }
 
 fn run_monitor(
@@ -185,43 +235,38 @@ fn run_monitor(
     kept_limit: u64,
 ) -> Result<OneRun, RunError> {
     let entry = &exp.monitors[index];
-    let (mut engine, mut monitor) = crate::build::monitor(exp, index)?;
-    let mut snapshots = vec![];
-    let mut truth = vec![];
-    let mut window_cycles = vec![];
-    let mut cycles_before = 0.0;
-    let mut monitor_cpu_ns = 0u64;
+    let (mut engine, monitor) = crate::build::monitor(exp, index)?;
     let real = exp.machine.engine.is_real();
-    // What the run keeps per window for its outputs grows with the run: bounded.
-    let mut kept: u64 = 0;
-    loop {
-        let t = monitor.next_wakeup();
-        if t > exp.duration_ns || engine.finished() {
-            break;
-        }
-        engine.advance_to(t);
-        progress.set(index, t);
-        if progress.cancelled() {
-            return Err(RunError::Cancelled);
-        }
-        // Measured on a real machine only: simulated runs stay byte-for-byte reproducible.
-        let cpu0 = if real { thread_cpu_ns() } else { 0 };
-        let woke = monitor.wake(engine.as_machine());
-        if real {
-            monitor_cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
-        }
-        if let Some(snapshot) = woke {
-            truth.push(engine.take_truth());
-            kept += window_bytes(&snapshot, truth.last().map_or(0, Vec::len));
-            if kept > kept_limit {
-                return Err(kept_error(exp, &entry.name, t, kept_limit));
-            }
-            let cycles = exp.cost.cycles(engine.as_machine().cost());
-            window_cycles.push(cycles - cycles_before);
-            cycles_before = cycles;
-            snapshots.push(snapshot);
-        }
-    }
+    let mut rec = Recorder {
+        exp,
+        name: &entry.name,
+        monitor,
+        snapshots: vec![],
+        truth: vec![],
+        window_cycles: vec![],
+        cycles_before: 0.0,
+        monitor_cpu_ns: real.then_some(0),
+        kept: 0,
+        kept_limit,
+    };
+    let mut parts: [&mut dyn Participant<()>; 1] = [&mut rec];
+    drive(
+        engine.as_mut(),
+        &mut parts,
+        &mut (),
+        exp.duration_ns,
+        progress,
+        Some(index),
+    )?;
+    let Recorder {
+        monitor,
+        snapshots,
+        truth,
+        window_cycles,
+        monitor_cpu_ns,
+        ..
+    } = rec;
+    let monitor_cpu_ns = monitor_cpu_ns.unwrap_or(0);
     engine.advance_to(exp.duration_ns);
     progress.set(index, exp.duration_ns);
     // A real program ends when it exits: its run lasts that long.

@@ -315,7 +315,7 @@ pub fn run_policy(
                 &mut shared,
                 end,
                 progress,
-                slot,
+                Some(slot),
             )?;
             monitor_cycles = exp.cost.cycles(engine.as_machine().cost());
         }
@@ -347,7 +347,7 @@ pub fn run_policy(
                 &mut shared,
                 end,
                 progress,
-                slot,
+                Some(slot),
             )?;
         }
         (PolicyInput::Nothing, _) => {
@@ -360,7 +360,7 @@ pub fn run_policy(
                 &mut shared,
                 end,
                 progress,
-                slot,
+                Some(slot),
             )?;
         }
         (PolicyInput::Monitor(_), None) => {
