@@ -136,24 +136,18 @@ pub fn engine(
             Ok(Box::new(ProgramEngine::new(&p).map_err(kvm_error)?))
         }
         EngineKind::Kvm => {
-            let o = exp.machine.kvm_options();
-            let mut p = KvmParams::new(&exp.workload.spec);
-            p.rate = if o.paced {
-                exp.workload.rate as f64
-            } else {
-                0.0
+            let p = KvmParams {
+                workload: &exp.workload.spec,
+                rate: exp.workload.rate as f64,
+                threads: exp.workload.threads as usize,
+                seed: exp.seed,
+                block_size: exp.block_size,
+                truth_threshold: exp.truth_threshold,
+                page_size: exp.machine.page_size,
+                dirty_log: needs.contains(Capability::WriteLog),
+                written_truth: truth == Truth::Written,
+                options: exp.machine.kvm_options(),
             };
-            p.threads = exp.workload.threads as usize;
-            p.seed = exp.seed;
-            p.block_size = exp.block_size;
-            p.truth_threshold = exp.truth_threshold;
-            p.page_size = exp.machine.page_size;
-            p.dirty_log = needs.contains(Capability::WriteLog);
-            p.dirty_ring = o.dirty_ring;
-            p.written_truth = truth == Truth::Written;
-            p.batch = o.batch;
-            p.prefault = o.prefault;
-            p.execute_flushes = o.execute_flushes;
             Ok(Box::new(KvmEngine::new(&p).map_err(kvm_error)?))
         }
     }

@@ -49,7 +49,7 @@ pub(crate) fn check_params(params: &KvmParams) -> Result<(), KvmError> {
 pub(crate) fn program(vm: &Vm, params: &KvmParams) -> Result<(), KvmError> {
     let w = params.workload;
     let l = &vm.layout;
-    if params.prefault {
+    if params.options.prefault {
         for (r, &(off, len)) in l.regions.iter().enumerate() {
             let used = w.phases.iter().any(|ph| {
                 ph.patterns
@@ -80,7 +80,7 @@ pub(crate) fn program(vm: &Vm, params: &KvmParams) -> Result<(), KvmError> {
             0
         },
     );
-    c(ctrl::BATCH, params.batch.max(1));
+    c(ctrl::BATCH, params.options.batch.max(1));
     c(ctrl::NPHASES, w.phases.len() as u64);
     c(ctrl::SEED, params.seed);
     c(ctrl::NVCPUS, params.threads as u64);
@@ -113,7 +113,7 @@ pub(crate) fn program(vm: &Vm, params: &KvmParams) -> Result<(), KvmError> {
         low.store(base + phase::NPAT, ph.patterns.len() as u64);
         low.store(base + phase::TOTAL_WEIGHT, cum);
     }
-    let unpaced = params.rate <= 0.0;
+    let unpaced = params.paced_rate() <= 0.0;
     for v in 0..params.threads {
         let budget = if unpaced { u64::MAX } else { 4096 };
         low.store(crate::ctrl::vcpu_addr(v, vc::BUDGET), budget);

@@ -7,6 +7,7 @@ use crate::abi::{self, ctrl, vcpu as vc};
 use crate::boot::{self, run_vcpu, setup_vcpu};
 use crate::ctrl::{swap_bytes, vcpu_word};
 use crate::dirty_log::{DirtyLog, KvmWriteLog};
+use crate::options::KvmOptions;
 use crate::vm::{Layout, Vm};
 use crate::KvmError;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,15 +17,16 @@ use std::time::{Duration, Instant};
 use tierscope_core::machine::RealTimeReport;
 use tierscope_core::workload::WorkloadSpec;
 use tierscope_core::{
-    AddrRange, BlockIntervals, CostCounters, Engine, Flush, Level, Machine, MachineStats, Mapping,
-    PageSize, Paging, WriteLog,
+    AddrRange, BlockIntervals, Capabilities, Capability, CostCounters, Engine, Flush, Level,
+    Machine, MachineStats, Mapping, PageSize, Paging, WriteLog,
 };
 
 /// What the runner tells the KVM engine.
 #[derive(Debug, Clone)]
 pub struct KvmParams<'a> {
     pub workload: &'a WorkloadSpec,
-    /// Accesses per second per thread; 0 = as fast as the guest can.
+    /// Accesses per second per thread the workload asks for (the guest runs as fast as it
+    /// can when it is 0 or `options.paced` is off: [`KvmParams::paced_rate`]).
     pub rate: f64,
     /// Workload threads = vCPUs (1..=64).
     pub threads: usize,
@@ -37,21 +39,12 @@ pub struct KvmParams<'a> {
     /// Enables KVM dirty logging on the heap and page-table slots: the engine's write log
     /// ([`Machine::write_log`]). It slows guest writes (write faults).
     pub dirty_log: bool,
-    /// Logs into KVM's dirty ring where the host offers one (else the per-slot bitmap).
-    pub dirty_ring: bool,
     /// The truth is the written blocks, from the guest's own map of heap pages written
     /// (blocks with at least one 4 KiB page written in the window), not the accessed ones.
     pub written_truth: bool,
-    /// Accesses per pattern choice (masim: 131072).
-    pub batch: u64,
-    /// Backs the regions some pattern accesses with host memory before the guest starts
-    /// (regions no pattern touches stay unbacked). Without it the guest's first touch of
-    /// each page costs a host page allocation inside a shadow-paging fault (about 35 us
-    /// here: a 1 GiB hot region takes ~9 s to warm up).
-    pub prefault: bool,
-    /// Executes [`Machine::flush`] requests (a host-side zap of KVM's shadow page tables,
-    /// milliseconds each plus guest re-faults); when false they are only counted.
-    pub execute_flushes: bool,
+    /// The `[machine.kvm]` table: pacing, the dirty ring, the batch, prefaulting, whether
+    /// flushes are executed ([`KvmOptions`]).
+    pub options: KvmOptions,
 }
 
 impl<'a> KvmParams<'a> {
@@ -65,11 +58,17 @@ impl<'a> KvmParams<'a> {
             truth_threshold: 1,
             page_size: PageSize::Base4K,
             dirty_log: false,
-            dirty_ring: true,
             written_truth: false,
-            batch: 131_072,
-            prefault: true,
-            execute_flushes: true,
+            options: KvmOptions::default(),
+        }
+    }
+
+    /// The rate each vCPU is paced at: `rate`, or 0 (as fast as it can) when unpaced.
+    pub fn paced_rate(&self) -> f64 {
+        if self.options.paced {
+            self.rate.max(0.0)
+        } else {
+            0.0
         }
     }
 }
@@ -127,7 +126,7 @@ impl KvmEngine {
         let w = params.workload;
         let sizes: Vec<u64> = w.regions.iter().map(|r| r.size.0).collect();
         let layout = Layout::new(&sizes, params.page_size, params.block_size)?;
-        let vm = Vm::new(layout, params.dirty_log, params.dirty_ring)?;
+        let vm = Vm::new(layout, params.dirty_log, params.options.dirty_ring)?;
         let l = vm.layout.clone();
         boot::program(&vm, params)?;
         let shared = Arc::new(Shared {
@@ -167,11 +166,11 @@ impl KvmEngine {
             threads: params.threads,
             flush_seq: 0,
             host_flushes: 0,
-            execute_flushes: params.execute_flushes,
+            execute_flushes: params.options.execute_flushes,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             written_truth: params.written_truth,
             write_log: None,
-            rate: params.rate.max(0.0),
+            rate: params.paced_rate(),
             clock: crate::measure::WindowClock::new(params.threads),
         };
         engine.write_log = engine.dirty_log().map(|log| KvmWriteLog {
@@ -192,7 +191,7 @@ impl KvmEngine {
             format!("kvm{}-pacer", engine.id),
             engine.start,
             w,
-            params.rate,
+            params.paced_rate(),
             params.threads,
         )?);
         // Wait for every vCPU to enter the guest loop.
@@ -548,6 +547,10 @@ impl Engine for KvmEngine {
 }
 
 impl KvmEngine {
+    /// The optional hardware it offers: KVM's dirty log as a write log (a program run
+    /// offers the same).
+    pub const CAPABILITIES: Capabilities = Capabilities::of(&[Capability::WriteLog]);
+
     /// The blocks accessed at least the threshold since the last call.
     fn accessed_truth(&mut self) -> BlockIntervals {
         let l = &self.shared.vm.layout;

@@ -107,7 +107,7 @@ pub fn run_probe() -> Result<AccessedProbe, KvmError> {
     .map_err(|e| KvmError::Config(format!("probe workload: {e}")))?;
     let mut p = KvmParams::new(&spec);
     p.page_size = PageSize::Base4K;
-    p.batch = PAGES;
+    p.options.batch = PAGES;
     let mut e = KvmEngine::new(&p)?;
     let base = e.mappings()[0].range.start;
     let probed: Vec<u64> = (0..PROBED as u64)

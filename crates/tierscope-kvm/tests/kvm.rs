@@ -28,7 +28,7 @@ fn guest_starts_and_makes_progress() {
     let w = spec("a, 4MiB\nb, 4MiB\n\np\n100000\na, 1, 4096, 3\nb, 0, 64, 1\n");
     let mut p = KvmParams::new(&w);
     p.threads = 2;
-    p.batch = 4096;
+    p.options.batch = 4096;
     let e = KvmEngine::new(&p).unwrap();
     let n0 = e.accesses();
     assert!(wait_until(Duration::from_secs(5), || e.accesses() > n0 + 1_000_000));
@@ -98,7 +98,7 @@ fn dirty_bits_follow_writes() {
     let w = spec("r, 2MiB\nw, 2MiB\n\np\n100000\nr, 1, 4096, 1, ro\nw, 1, 4096, 1, wo\n");
     let mut p = KvmParams::new(&w);
     p.rate = 10e6;
-    p.batch = 1024;
+    p.options.batch = 1024;
     let mut e = KvmEngine::new(&p).unwrap();
     let r = e.mappings()[0].range.start;
     let wr = e.mappings()[1].range.start;
@@ -119,7 +119,7 @@ fn truth_and_phases_follow_the_workload() {
     );
     let mut p = KvmParams::new(&w);
     p.rate = 5e6;
-    p.batch = 1024;
+    p.options.batch = 1024;
     let mut e = KvmEngine::new(&p).unwrap();
     let blk = |m: &tierscope_core::Mapping| (m.range.start >> 21, m.range.end >> 21);
     let (a, c) = (blk(&e.mappings()[0]), blk(&e.mappings()[2]));
@@ -156,7 +156,7 @@ fn dirty_log_matches_the_guests_own_count_of_written_pages() {
     p.dirty_log = true;
     p.written_truth = true;
     p.rate = 2e6;
-    p.batch = 512;
+    p.options.batch = 512;
     let mut e = KvmEngine::new(&p).unwrap();
     let mut pml = PmlMonitor::new(PmlConfig::default());
     for round in 0..3 {
@@ -242,7 +242,7 @@ fn pml_monitor_classifies_and_detects_reads() {
     let mut p = KvmParams::new(&w);
     p.dirty_log = true;
     p.rate = 5e6;
-    p.batch = 512;
+    p.options.batch = 512;
     let mut e = KvmEngine::new(&p).unwrap();
     let (r, wr) = (e.mappings()[0].range, e.mappings()[1].range);
     let cfg = PmlConfig {
@@ -273,4 +273,27 @@ fn pml_monitor_classifies_and_detects_reads() {
     // Every logged page and every scanned table entry is charged.
     let c = e.cost();
     assert!(c.log_pages > 0 && c.clear_ops >= 512, "{c:?}");
+}
+
+#[test]
+#[cfg_attr(not(kvm_host), ignore = "needs /dev/kvm")]
+fn declared_capabilities_are_the_ones_offered() {
+    use tierscope_core::Capability;
+    let w = spec("a, 4MiB\n\np\n100000\na, 1, 4096, 1\n");
+    let mut p = KvmParams::new(&w);
+    // The write log exists when dirty logging is on, which the runner asks for exactly
+    // when a monitor needs it.
+    p.dirty_log = true;
+    let mut e = KvmEngine::new(&p).unwrap();
+    let declared = KvmEngine::CAPABILITIES;
+    let m: &mut dyn Machine = &mut e;
+    let offered = [
+        (Capability::Pmu, m.pmu().is_some()),
+        (Capability::WriteLog, m.write_log().is_some()),
+        (Capability::Tiers, m.tiers().is_some()),
+        (Capability::MemTelemetry, m.mem_telemetry().is_some()),
+    ];
+    for (c, has) in offered {
+        assert_eq!(declared.contains(c), has, "{c:?}");
+    }
 }

@@ -20,7 +20,7 @@ pub mod truth;
 use config::SimMachine;
 use tierscope_core::tiers::TierSetup;
 use tierscope_core::workload::WorkloadSpec;
-use tierscope_core::Engine;
+use tierscope_core::{Capabilities, Capability, Engine};
 
 /// The workload side of an engine: what runs, how fast, and how the truth is measured.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +43,26 @@ pub enum SimEngine {
     Exact,
     /// Bits drawn from the workload's access-rate density (docs/FIDELITY.md).
     Stat,
+}
+
+impl SimEngine {
+    /// The optional hardware the engine offers monitors and policies: declared here, once,
+    /// and checked against what a built engine answers (tests below).
+    pub const fn capabilities(self) -> Capabilities {
+        match self {
+            SimEngine::Exact => Capabilities::of(&[
+                Capability::Pmu,
+                Capability::WriteLog,
+                Capability::Tiers,
+                Capability::MemTelemetry,
+            ]),
+            // No write log: the statistical engine does not execute the stores whose
+            // first occurrence PML logs (docs/MACHINE.md, "Simulated PML").
+            SimEngine::Stat => {
+                Capabilities::of(&[Capability::Pmu, Capability::Tiers, Capability::MemTelemetry])
+            }
+        }
+    }
 }
 
 /// Builds a simulated engine, with memory tiers when `tiers` is given. With
@@ -74,4 +94,47 @@ pub fn build_engine(
             Box::new(e)
         }
     })
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+    use tierscope_core::tiers::{tier_preset, InitialPlacement, TierSetup};
+    use tierscope_core::workload::masim;
+
+    /// What each engine declares is what a built one answers.
+    #[test]
+    fn declared_capabilities_are_the_ones_offered() {
+        let spec = masim::parse_masim("a, 64MiB\n\np\n100\na, 1, 4096, 1\n").unwrap();
+        let params = WorkloadParams {
+            spec: &spec,
+            rate: 1_000_000,
+            threads: 1,
+            seed: 1,
+            block_size: 2 << 20,
+            truth_threshold: 1,
+        };
+        let tiers = TierSetup {
+            tiers: vec![
+                tier_preset("dram").unwrap().spec(16 << 20),
+                tier_preset("cxl").unwrap().spec(1 << 30),
+            ],
+            initial: InitialPlacement::default(),
+        };
+        for kind in [SimEngine::Exact, SimEngine::Stat] {
+            let mut e =
+                build_engine(kind, &SimMachine::default(), &params, Some(&tiers), false).unwrap();
+            let declared = kind.capabilities();
+            let m = e.as_machine();
+            let offered = [
+                (Capability::Pmu, m.pmu().is_some()),
+                (Capability::WriteLog, m.write_log().is_some()),
+                (Capability::Tiers, m.tiers().is_some()),
+                (Capability::MemTelemetry, m.mem_telemetry().is_some()),
+            ];
+            for (c, has) in offered {
+                assert_eq!(declared.contains(c), has, "{kind:?} {c:?}");
+            }
+        }
+    }
 }

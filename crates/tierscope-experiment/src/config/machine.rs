@@ -48,21 +48,12 @@ impl EngineKind {
         }
     }
 
-    /// The optional hardware the engine offers monitors.
+    /// The optional hardware the engine offers monitors: what the engine itself declares.
     pub const fn capabilities(self) -> Capabilities {
         match self {
-            EngineKind::Exact => Capabilities::of(&[
-                Capability::Pmu,
-                Capability::WriteLog,
-                Capability::Tiers,
-                Capability::MemTelemetry,
-            ]),
-            // No write log: the statistical engine does not execute the stores whose
-            // first occurrence PML logs (docs/MACHINE.md, "Simulated PML").
-            EngineKind::Stat => {
-                Capabilities::of(&[Capability::Pmu, Capability::Tiers, Capability::MemTelemetry])
-            }
-            EngineKind::Kvm => Capabilities::of(&[Capability::WriteLog]),
+            EngineKind::Exact => tierscope_sim::SimEngine::Exact.capabilities(),
+            EngineKind::Stat => tierscope_sim::SimEngine::Stat.capabilities(),
+            EngineKind::Kvm => tierscope_kvm::KvmEngine::CAPABILITIES,
         }
     }
 
