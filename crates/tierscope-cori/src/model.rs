@@ -11,12 +11,15 @@
 //! Cost per run: O(N) for the requests (a hit test and a recency stamp each, no
 //! allocation), plus per period O(period) to count the ranked period, O(touched pages) to
 //! select the hottest, and O(capacity) to select the least recently used fast pages when
-//! something moves (cori-sim walks every page and its LRU list every period).
+//! something moves, plus O(k log k) to order the k pages that move (cori-sim walks every
+//! page and its LRU list every period). The selections are the periodic tiering policy's
+//! (`tierscope_tiering::policy::periodic::{hottest_not_fast, least_recent_first}`): one
+//! scheduling rule for the tuner's traces and the engines.
 
 use crate::trace::Trace;
 use tierscope_core::tiers::tier_preset;
 use tierscope_core::FieldError;
-use tierscope_tiering::policy::periodic::hottest_first;
+use tierscope_tiering::policy::periodic::{hottest_not_fast, least_recent_first};
 
 /// Which period's counts rank the pages (`memory.py`, `get_l2_hot_pages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,8 +209,7 @@ pub fn run(trace: &Trace, config: &ModelConfig, period: u64) -> Result<RunStats,
     let mut last = vec![0usize; pages];
     let mut counts = vec![0u32; pages];
     let mut touched: Vec<u32> = vec![];
-    let mut ranked: Vec<(u32, u32)> = vec![];
-    let mut promote: Vec<u32> = vec![];
+    let mut promote: Vec<(u32, u64)> = vec![];
     let page_numbers = trace.page_numbers();
     let (mut hits, mut migrated, mut reschedules) = (0u64, 0u64, 0u64);
 
@@ -225,7 +227,7 @@ pub fn run(trace: &Trace, config: &ModelConfig, period: u64) -> Result<RunStats,
                 }
                 counts[p as usize] += 1;
             }
-            ranked.clear();
+            promote.clear();
             for &p in &touched {
                 let c = std::mem::take(&mut counts[p as usize]);
                 let c = if busiest.is_empty() {
@@ -235,39 +237,26 @@ pub fn run(trace: &Trace, config: &ModelConfig, period: u64) -> Result<RunStats,
                 };
                 // cori-sim ranks only pages with a nonzero count (`if pcnt != 0`).
                 if c > 0 {
-                    ranked.push((p, c));
+                    promote.push((p, u64::from(c)));
                 }
             }
             touched.clear();
-            // The `capacity` hottest (`while npages < self.l1_pages`); their order among
-            // themselves does not matter, only which they are.
-            let cmp = |a: &(u32, u32), b: &(u32, u32)| {
-                hottest_first(
-                    (u64::from(a.1), page_numbers[a.0 as usize]),
-                    (u64::from(b.1), page_numbers[b.0 as usize]),
-                )
-            };
-            if ranked.len() > capacity {
-                if capacity > 0 {
-                    ranked.select_nth_unstable_by(capacity - 1, cmp);
-                }
-                ranked.truncate(capacity);
-            }
-            promote.clear();
-            promote.extend(
-                ranked
-                    .iter()
-                    .map(|&(p, _)| p)
-                    .filter(|&p| !fast[p as usize]),
+            // The `capacity` hottest (`while npages < self.l1_pages`) not yet fast: the
+            // scheduling rule the periodic policy uses too.
+            hottest_not_fast(
+                &mut promote,
+                capacity,
+                |p| page_numbers[p as usize],
+                |p| fast[p as usize],
             );
             let k = promote.len();
             if k > 0 {
                 // `k <= capacity = fast_list.len()`: the k least recently used fast pages
                 // go down, each replaced in the list by a promoted page.
-                if k < fast_list.len() {
-                    fast_list.select_nth_unstable_by_key(k - 1, |&p| (last[p as usize], p));
-                }
-                for (slot, &up) in fast_list[..k].iter_mut().zip(&promote) {
+                least_recent_first(&mut fast_list, k, |p| {
+                    (last[p as usize] as u64, u64::from(p))
+                });
+                for (slot, &(up, _)) in fast_list[..k].iter_mut().zip(&promote) {
                     fast[*slot as usize] = false;
                     fast[up as usize] = true;
                     *slot = up;

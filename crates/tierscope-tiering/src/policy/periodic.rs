@@ -31,6 +31,42 @@ pub fn hottest_first(a: (u64, u64), b: (u64, u64)) -> std::cmp::Ordering {
     b.0.cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
+/// Cori's scheduling decision, the one copy both its runs use (this policy on the engines,
+/// `tierscope-cori`'s trace model for the tuner): of the counted pages (`(page, count)`,
+/// pages with a zero count left out), keep the `capacity` hottest ([`hottest_first`], equal
+/// counts by `tie(page)`), drop those already on the fast tier, and leave the rest hottest
+/// first in `counted`: the pages to promote (cori-sim's `get_l2_hot_pages`).
+pub fn hottest_not_fast<P: Copy>(
+    counted: &mut Vec<(P, u64)>,
+    capacity: usize,
+    tie: impl Fn(P) -> u64,
+    on_fast: impl Fn(P) -> bool,
+) {
+    let cmp = |a: &(P, u64), b: &(P, u64)| hottest_first((a.1, tie(a.0)), (b.1, tie(b.0)));
+    if counted.len() > capacity {
+        if capacity > 0 {
+            counted.select_nth_unstable_by(capacity - 1, cmp);
+        }
+        counted.truncate(capacity);
+    }
+    counted.retain(|&(p, _)| !on_fast(p));
+    counted.sort_unstable_by(cmp);
+}
+
+/// The other half of Cori's decision: moves the `k` least recently used of `fast` (by
+/// `recency(page)`, `(last use, tie)`, smallest first) to its front, in that order: the
+/// fast pages a swap sends down, one per promoted page that does not fit.
+pub fn least_recent_first<P: Copy>(fast: &mut [P], k: usize, recency: impl Fn(P) -> (u64, u64)) {
+    let k = k.min(fast.len());
+    if k == 0 {
+        return;
+    }
+    if k < fast.len() {
+        fast.select_nth_unstable_by_key(k - 1, |&p| recency(p));
+    }
+    fast[..k].sort_unstable_by_key(|&p| recency(p));
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -144,13 +180,10 @@ impl Policy for Periodic {
         // get_l2_hot_pages: the `capacity` hottest counted pages, equal counts by
         // address); those of them on the slow tier move up, hottest first. A slow page
         // colder than every fast one stays where it is.
-        counts.sort_by(|a, b| hottest_first((a.1, a.0.start), (b.1, b.0.start)));
-        counts.truncate(
-            (view.tiers[0].capacity / PAGE)
-                .try_into()
-                .unwrap_or(usize::MAX),
-        );
-        counts.retain(|&(r, _)| view.bytes_on(r, 0) == 0);
+        let capacity = (view.tiers[0].capacity / PAGE)
+            .try_into()
+            .unwrap_or(usize::MAX);
+        hottest_not_fast(&mut counts, capacity, |r| r.start, |r| view.bytes_on(r, 0) > 0);
         // Fast pages, least recently used first (never seen: oldest); equal by address.
         let mut fast = vec![];
         for r in view.runs_on(0) {
@@ -160,8 +193,9 @@ impl Policy for Periodic {
                 at += PAGE;
             }
         }
-        let seen = |p: &AddrRange| self.last_seen.get(&p.start).copied().unwrap_or(0);
-        fast.sort_by(|a, b| seen(a).cmp(&seen(b)).then(a.start.cmp(&b.start)));
+        // At most one goes down per page promoted.
+        let seen = |p: AddrRange| self.last_seen.get(&p.start).copied().unwrap_or(0);
+        least_recent_first(&mut fast, counts.len(), |p| (seen(p), p.start));
         let mut room = view.room(0);
         let mut victims = fast.into_iter();
         let mut promote = vec![];
@@ -184,6 +218,38 @@ impl Policy for Periodic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The selections equal a full sort's head, whatever the input: the set and the
+        /// order the schedulers act in do not depend on the selection algorithm.
+        #[test]
+        fn selections_equal_a_full_sorts_head(
+            counts in prop::collection::vec(0u64..6, 0..40),
+            capacity in 0usize..45,
+            fast_mask in any::<u64>(),
+            recency in prop::collection::vec(0u64..5, 40),
+            k in 0usize..45,
+        ) {
+            let on_fast = |p: u32| fast_mask >> (p % 64) & 1 == 1;
+            let mut counted: Vec<(u32, u64)> =
+                counts.iter().enumerate().map(|(p, &c)| (p as u32, c)).collect();
+            let mut want = counted.clone();
+            want.sort_by(|a, b| hottest_first((a.1, u64::from(a.0)), (b.1, u64::from(b.0))));
+            want.truncate(capacity);
+            want.retain(|&(p, _)| !on_fast(p));
+            hottest_not_fast(&mut counted, capacity, u64::from, on_fast);
+            prop_assert_eq!(counted, want);
+
+            let rec = |p: u32| (recency[p as usize], u64::from(p));
+            let mut fast: Vec<u32> = (0..40).collect();
+            let mut sorted = fast.clone();
+            sorted.sort_by_key(|&p| rec(p));
+            least_recent_first(&mut fast, k, rec);
+            let k = k.min(40);
+            prop_assert_eq!(&fast[..k], &sorted[..k]);
+        }
+    }
 
     #[test]
     fn periodic_moves_only_slow_pages_among_the_hottest() {
