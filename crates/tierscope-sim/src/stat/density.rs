@@ -11,7 +11,7 @@
 
 use crate::stream::MASIM_BATCH;
 use tierscope_core::rng::Rng;
-use tierscope_core::workload::{AccessMode, PatternKind, RegionDensity, WorkloadSpec};
+use tierscope_core::workload::{AccessMode, Density, PatternKind, RegionDensity, WorkloadSpec};
 use tierscope_core::{AddrRange, Nanos};
 
 /// One pattern of one phase, placed in the address space.
@@ -23,6 +23,10 @@ pub struct Pattern {
     pub density: RegionDensity,
     pub stride: u64,
     pub mode: AccessMode,
+    /// The first pattern id with the same region, kind and density: patterns of one class
+    /// give every span the same mass (a key-value store's load and store patterns over its
+    /// items), so it is computed once per class.
+    pub class: u32,
 }
 
 impl Pattern {
@@ -89,6 +93,8 @@ impl Workload {
         let mut phases = vec![];
         let mut end_ns = 0;
         let index = spec.region_indices();
+        // (region, kind, density) of each class's first pattern.
+        let mut classes: Vec<(usize, PatternKind, Density, u32)> = vec![];
         for p in &spec.phases {
             end_ns += p.duration.0;
             let mut cum = 0;
@@ -98,12 +104,24 @@ impl Workload {
                 cum += pat.weight as u64;
                 ids.push((patterns.len() as u32, cum));
                 let start = region_starts[r];
+                let id = patterns.len() as u32;
+                let class = match classes
+                    .iter()
+                    .find(|c| c.0 == r && c.1 == pat.kind && c.2 == pat.density)
+                {
+                    Some(c) => c.3,
+                    None => {
+                        classes.push((r, pat.kind, pat.density, id));
+                        id
+                    }
+                };
                 patterns.push(Pattern {
                     region: AddrRange::new(start, start + spec.regions[r].size.0),
                     kind: pat.kind,
                     density: RegionDensity::of_region(spec, pat, r),
                     stride: pat.stride.0,
                     mode: pat.mode,
+                    class,
                 });
             }
             phases.push(Phase {
@@ -133,8 +151,11 @@ impl Workload {
     /// Whether any pattern of any phase touches `span` (a hotspot pattern only its hot
     /// pages: the entries of its cold pages are never set again once cleared).
     pub fn ever_touches(&self, span: AddrRange) -> bool {
-        self.patterns.iter().any(|p| {
-            p.region.overlap(&span) > 0
+        // A pattern of a class seen before gives the same answer as its first one, which
+        // was false if the loop got here.
+        self.patterns.iter().enumerate().any(|(id, p)| {
+            p.class == id as u32
+                && p.region.overlap(&span) > 0
                 && (p.kind == PatternKind::Sequential
                     || p.density.is_uniform()
                     || p.mass(span) > 0.0)
@@ -160,6 +181,8 @@ pub struct Schedule {
     /// the segments before it), for counting a pattern's accesses in an interval without
     /// walking the segments in between.
     by_pattern: Vec<Vec<(u32, u64)>>,
+    /// Per global pattern id: its accesses among the `issued` ones.
+    totals: Vec<u64>,
 }
 
 impl Schedule {
@@ -176,6 +199,7 @@ impl Schedule {
             offsets: vec![0; w.patterns.len()],
             store_next: false,
             by_pattern: vec![vec![]; w.patterns.len()],
+            totals: vec![0; w.patterns.len()],
         }
     }
 
@@ -232,6 +256,7 @@ impl Schedule {
             self.issued += n;
             let seg = self.segments.last_mut().expect("a segment was opened");
             seg.count += n;
+            self.totals[self.pattern as usize] += n;
             let p = &w.patterns[self.pattern as usize];
             if p.kind == PatternKind::Sequential {
                 let size = p.region.len();
@@ -256,6 +281,10 @@ impl Schedule {
 
     /// Accesses of pattern `pattern` among the thread's accesses `[0, i)`.
     pub fn pattern_accesses_before(&self, pattern: u32, i: u64) -> u64 {
+        if i >= self.issued {
+            // Every read asks for the counts up to now, which the schedule keeps.
+            return self.totals[pattern as usize];
+        }
         let list = &self.by_pattern[pattern as usize];
         let k = list.partition_point(|&(j, _)| self.segments[j as usize].first < i);
         if k == 0 {

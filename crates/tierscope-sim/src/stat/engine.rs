@@ -11,7 +11,7 @@ use super::density::{Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::nemo::StatNemo;
 use super::pmu::Pmu;
-use super::walks::{fresh_after, log_no_load, FlushEvent, FlushKind, Target, World};
+use super::walks::{log_no_load, FlushEvent, FlushKind, FlushLog, Target, World};
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
@@ -33,7 +33,7 @@ pub struct StatEngine {
     /// Per global pattern id: the caches' steady state while it runs.
     caches: Vec<RegionCaches>,
     entries: EntryStore,
-    flushes: Vec<FlushEvent>,
+    flushes: FlushLog,
     /// Orders clears and flushes that happen at the same simulated time.
     seq: u64,
     seed: u64,
@@ -88,7 +88,7 @@ impl StatEngine {
             schedules,
             caches,
             entries: EntryStore::default(),
-            flushes: vec![],
+            flushes: FlushLog::default(),
             seq: 0,
             seed: params.seed,
             now: 0,
@@ -125,12 +125,17 @@ impl StatEngine {
     /// The level of the leaf mapping `va`: the mapping's page size, or base pages where a
     /// huge page was split.
     fn leaf_of(&self, va: u64) -> Option<Level> {
-        let leaf = self.mapping_of(va)?.page_size.leaf_level();
-        Some(if leaf == Level::Pmd && self.split.contains(&(va >> 21)) {
+        Some(self.leaf_in(self.mapping_of(va)?, va))
+    }
+
+    /// [`Self::leaf_of`] for `va` inside `m`.
+    fn leaf_in(&self, m: &Mapping, va: u64) -> Level {
+        let leaf = m.page_size.leaf_level();
+        if leaf == Level::Pmd && !self.split.is_empty() && self.split.contains(&(va >> 21)) {
             Level::Pte
         } else {
             leaf
-        })
+        }
     }
 
     /// The leaf level under which the entry at `level` for `va` sits, when it exists: the
@@ -141,8 +146,8 @@ impl StatEngine {
             return None;
         }
         let leaf = match self.mapping_of(va) {
-            Some(_) => {
-                let leaf = self.leaf_of(va)?;
+            Some(m) => {
+                let leaf = self.leaf_in(m, va);
                 (level >= leaf).then_some(leaf)?
             }
             None => {
@@ -169,14 +174,26 @@ impl StatEngine {
 
     /// The current value of a bit, evaluating a cleared entry up to now.
     fn read(&mut self, bit: Bit, level: Level, leaf: Level, va: u64) -> bool {
+        self.read_entry(bit, level, leaf, va).0
+    }
+
+    /// [`Self::read`], and whether the entry is dead (known on the way, so that a clear
+    /// right after need not ask again).
+    fn read_entry(&mut self, bit: Bit, level: Level, leaf: Level, va: u64) -> (bool, bool) {
+        use std::collections::hash_map::Entry;
         let k = key(bit, level, va);
-        let Some(c) = self.entries.cleared.get(&k).copied() else {
-            if self.is_dead(level, va) {
-                let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
-                return !self.entries.dead_is_clear(k, u);
+        // One probe of the table: the entry is read, then updated or removed in place.
+        let mut slot = match self.entries.cleared.entry(k) {
+            Entry::Occupied(o) => o,
+            Entry::Vacant(_) => {
+                if self.is_dead(level, va) {
+                    let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
+                    return (!self.entries.dead_is_clear(k, u), true);
+                }
+                return (true, false);
             }
-            return true;
         };
+        let c = *slot.get();
         let span_start = level.align_down(va);
         let t = Target {
             level,
@@ -184,8 +201,7 @@ impl StatEngine {
             span: AddrRange::new(span_start, span_start + level.span()),
             stores_only: bit == Bit::Dirty,
         };
-        let first_flush = self.flushes.partition_point(|f| f.seq <= c.seq);
-        let flushes = &self.flushes[first_flush..];
+        let first_flush = self.flushes.first_after(c.seq);
         let world = World {
             workload: &self.workload,
             caches: &self.caches,
@@ -195,31 +211,41 @@ impl StatEngine {
             self.workload.count_at(c.since),
             self.workload.count_at(self.now),
         );
-        let ln = log_no_load(&world, t, ia, ib, c.fresh, flushes);
+        let ln = log_no_load(
+            &world,
+            t,
+            ia,
+            ib,
+            c.fresh,
+            &self.flushes.events[first_flush..],
+        );
         let p_load = -ln.exp_m1();
         let u = unit(mix64(
             self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
         ));
         if u < p_load {
-            self.entries.cleared.remove(&k);
-            true
+            slot.remove();
+            (true, false)
         } else {
-            let fresh = fresh_after(c.fresh, t, flushes);
-            let (now, seq) = (self.now, self.seq);
-            let e = self.entries.cleared.get_mut(&k).expect("present above");
-            *e = Cleared {
-                since: now,
-                seq,
-                fresh,
+            *slot.get_mut() = Cleared {
+                since: self.now,
+                seq: self.seq,
+                fresh: self.flushes.fresh_after(c.fresh, t, first_flush),
             };
-            false
+            (false, false)
         }
     }
 
     /// Marks a bit clear from now on.
     fn clear(&mut self, bit: Bit, level: Level, va: u64) {
+        let dead = self.is_dead(level, va);
+        self.clear_entry(bit, level, va, dead);
+    }
+
+    /// [`Self::clear`] of an entry whose deadness is known.
+    fn clear_entry(&mut self, bit: Bit, level: Level, va: u64, dead: bool) {
         let k = key(bit, level, va);
-        if self.is_dead(level, va) {
+        if dead {
             // Nothing will ever set it again: no need for a time or freshness.
             self.entries.clear_dead(k);
             return;
@@ -276,8 +302,8 @@ impl Machine for StatEngine {
 
     fn test_and_clear_accessed(&mut self, level: Level, va: u64) -> Option<bool> {
         let (leaf, steps) = self.locate(level, va)?;
-        let old = self.read(Bit::Accessed, level, leaf, va);
-        self.clear(Bit::Accessed, level, va);
+        let (old, dead) = self.read_entry(Bit::Accessed, level, leaf, va);
+        self.clear_entry(Bit::Accessed, level, va, dead);
         self.cost.charge_test_and_clear(steps as u64, old);
         Some(old)
     }
@@ -292,8 +318,8 @@ impl Machine for StatEngine {
     fn test_and_clear_dirty(&mut self, va: u64) -> Option<bool> {
         let leaf = self.leaf_of(va)?;
         let (_, steps) = self.locate(leaf, va)?;
-        let old = self.read(Bit::Dirty, leaf, leaf, va);
-        self.clear(Bit::Dirty, leaf, va);
+        let (old, dead) = self.read_entry(Bit::Dirty, leaf, leaf, va);
+        self.clear_entry(Bit::Dirty, leaf, va, dead);
         self.cost.charge_read(steps as u64);
         self.cost.clear_ops += 1;
         Some(old)

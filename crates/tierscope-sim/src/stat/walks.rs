@@ -28,6 +28,7 @@
 
 use super::caches::RegionCaches;
 use super::density::{sweep_hits, Pattern, Schedule, Workload};
+use super::entries::FastMap;
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, Level};
 
@@ -111,33 +112,53 @@ pub fn log_no_load(
     // The mass of the span under a pattern is the same in every segment of the pattern:
     // remember the last few (a gaussian's costs two exponentials).
     let mut memo = [(u32::MAX, 0.0f64); 4];
-    let mut mass_of = |id: u32, p: &crate::stat::density::Pattern, inside: AddrRange| {
-        if let Some(&(_, m)) = memo.iter().find(|e| e.0 == id) {
+    // Keyed by the pattern's class: patterns of a class give a span the same mass.
+    let mut mass_of = |_id: u32, p: &crate::stat::density::Pattern, inside: AddrRange| {
+        if let Some(&(_, m)) = memo.iter().find(|e| e.0 == p.class) {
             return m;
         }
         let m = p.mass(inside);
         memo.rotate_right(1);
-        memo[0] = (id, m);
+        memo[0] = (p.class, m);
         m
+    };
+    // The probability that an access of pattern `p` inside the span loads the entry,
+    // given the caches fresh in `f`: the same for every pattern of a class (their cache
+    // models are built from the same region and density), so remembered per (class, f)
+    // with the leaf model's first-access factor (walks of one read see a few of each).
+    let mut qmemo = [(u32::MAX, 0u8, Q::default()); 4];
+    let mut q_of = |p: &Pattern, c: &RegionCaches, inside: AddrRange, f: u8| {
+        if let Some(&(_, _, q)) = qmemo.iter().find(|e| e.0 == p.class && e.1 == f) {
+            return q;
+        }
+        let q = Q::new(c.load_probability(t.level, key, inside, f));
+        qmemo.rotate_right(1);
+        qmemo[0] = (p.class, f, q);
+        q
     };
     // An entry no pattern can reach (random patterns whose density has no mass on its
     // span, a gaussian's far tail) is never loaded, however long the interval: every term
     // below would be zero. Answering that up front keeps reads of long-unread cold
     // entries from walking every segment and flush since (their number grows with the
     // run).
-    let reachable = w.workload.patterns.iter().enumerate().any(|(id, p)| {
-        p.region.overlap(&t.span) > 0
-            && (p.kind == PatternKind::Sequential
-                || (!(t.stores_only && p.store_share() == 0.0)
-                    && mass_of(
-                        id as u32,
-                        p,
-                        AddrRange::new(
-                            t.span.start.max(p.region.start),
-                            t.span.end.min(p.region.end),
-                        ),
-                    ) > 0.0))
-    });
+    //
+    // Only asked for DIRTY bits: an ACCESSED bit tracked as cleared is never dead (the
+    // engine keeps dead entries apart), and a span some pattern ever touches is one a
+    // pattern reaches here (the same masses), so the answer is known to be yes.
+    let reachable = !t.stores_only
+        || w.workload.patterns.iter().enumerate().any(|(id, p)| {
+            p.region.overlap(&t.span) > 0
+                && (p.kind == PatternKind::Sequential
+                    || (!(t.stores_only && p.store_share() == 0.0)
+                        && mass_of(
+                            id as u32,
+                            p,
+                            AddrRange::new(
+                                t.span.start.max(p.region.start),
+                                t.span.end.min(p.region.end),
+                            ),
+                        ) > 0.0))
+        });
     if !reachable {
         return 0.0;
     }
@@ -194,7 +215,8 @@ pub fn log_no_load(
                     if n > 0 {
                         let (inside, c) = (inside_of(p), &w.caches[id]);
                         let mass = mass_of(id as u32, p, inside);
-                        total += random_term(t, key, p, c, inside, (share, mass), n, f);
+                        let q = q_of(p, c, inside, f);
+                        total += random_term(t, p, (share, mass), n, q);
                     }
                 }
                 if total <= CERTAIN_LOAD {
@@ -215,7 +237,8 @@ pub fn log_no_load(
                         PatternKind::Random => {
                             let inside = inside_of(p);
                             let mass = mass_of(seg.pattern, p, inside);
-                            total += random_term(t, key, p, c, inside, (share, mass), n, f);
+                            let q = q_of(p, c, inside, f);
+                            total += random_term(t, p, (share, mass), n, q);
                             if total == f64::NEG_INFINITY {
                                 return total;
                             }
@@ -262,29 +285,41 @@ pub fn log_no_load(
     total
 }
 
+/// A load probability `q` with what [`leaf_log_no_load`] derives from it alone.
+#[derive(Debug, Clone, Copy, Default)]
+struct Q {
+    q: f64,
+    /// `1 - q`.
+    h: f64,
+    /// The first access's hit probability over the others', `(1 - q (1 - ln q)) / h`
+    /// (when `h > 0`).
+    a: f64,
+}
+
+impl Q {
+    fn new(q: f64) -> Self {
+        let h = 1.0 - q;
+        let a = if h <= 0.0 {
+            0.0
+        } else {
+            (1.0 - q * (1.0 - q.ln())) / h
+        };
+        Q { q, h, a }
+    }
+}
+
 /// ln of the probability that `n` accesses of the random pattern `p` leave the entry
-/// unloaded: each lands in the span `inside` with probability `share` (1, or the pattern's
-/// store share when only stores count) times the span's `mass`, and then loads the entry
-/// with the probability the caches `c` in freshness `f` give; `-inf` for a certain load.
-#[allow(clippy::too_many_arguments)]
-fn random_term(
-    t: Target,
-    key: u64,
-    p: &Pattern,
-    c: &RegionCaches,
-    inside: AddrRange,
-    (share, mass): (f64, f64),
-    n: u64,
-    f: u8,
-) -> f64 {
+/// unloaded: each lands in the span with probability `share` (1, or the pattern's store
+/// share when only stores count) times the span's `mass`, and then loads the entry with
+/// the probability `q` the caches give; `-inf` for a certain load.
+fn random_term(t: Target, p: &Pattern, (share, mass): (f64, f64), n: u64, q: Q) -> f64 {
     // `share` is 1 or 1/2: scaling the mass by it rounds exactly as scaling the overlap
     // did before densities existed.
     let s = share * mass;
-    let q = c.load_probability(t.level, key, inside, f);
     if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() {
         return leaf_log_no_load(n as f64 * s, q);
     }
-    let sq = (s * q).min(1.0);
+    let sq = (s * q.q).min(1.0);
     if sq >= 1.0 {
         return f64::NEG_INFINITY;
     }
@@ -303,12 +338,12 @@ fn random_term(
 /// 0.1 too likely for a page the TLB mostly holds (hotspot and zipf heads); uniform
 /// densities keep that approximation, where `q` is close to 1 for any region much larger
 /// than the TLB's reach and the two agree.
-fn leaf_log_no_load(mu: f64, q: f64) -> f64 {
-    let h = 1.0 - q;
+fn leaf_log_no_load(mu: f64, q: Q) -> f64 {
+    let h = q.h;
     if h <= 0.0 || mu <= 0.0 {
         return -mu;
     }
-    let a = (1.0 - q * (1.0 - q.ln())) / h;
+    let a = q.a;
     let x = mu * h;
     let tail = if a <= 0.0 {
         0.0
@@ -321,11 +356,80 @@ fn leaf_log_no_load(mu: f64, q: f64) -> f64 {
     -mu + tail
 }
 
-/// The flush freshness after applying `flushes` to `fresh`.
+/// The flush freshness after applying `flushes` to `fresh` (one by one: the reference
+/// for [`FlushLog::fresh_after`]).
 pub fn fresh_after(fresh: u8, t: Target, flushes: &[FlushEvent]) -> u8 {
     flushes.iter().fold(fresh, |f, e| {
         f | flush_mask(e.kind, t.level, t.leaf, t.span)
     })
+}
+
+/// The flushes issued so far, in order, with what [`FlushLog::fresh_after`] needs to
+/// answer for any suffix of them in O(1): the last full flush, the last page flush, and
+/// per 4 KiB page and per 2 MiB block the last page flush that covered it. A page flush
+/// covers at most [`tierscope_core::machine::FLUSH_CEILING_PAGES`] pages (a longer range
+/// is a full flush), so recording one costs a bounded number of map updates.
+#[derive(Debug, Default)]
+pub struct FlushLog {
+    pub events: Vec<FlushEvent>,
+    last_all: Option<usize>,
+    last_pages: Option<usize>,
+    /// 4 KiB page number -> index of the last page flush covering it.
+    by_page: FastMap<u64, u32>,
+    /// 2 MiB block number -> index of the last page flush overlapping it.
+    by_block: FastMap<u64, u32>,
+}
+
+impl FlushLog {
+    pub fn push(&mut self, e: FlushEvent) {
+        let i = self.events.len();
+        match e.kind {
+            FlushKind::All => self.last_all = Some(i),
+            FlushKind::Pages { start, end } => {
+                self.last_pages = Some(i);
+                // `end > start` (empty ranges flush nothing and are not recorded).
+                let last = end - 1;
+                for page in start >> 12..=last >> 12 {
+                    self.by_page.insert(page, i as u32);
+                }
+                for block in start >> 21..=last >> 21 {
+                    self.by_block.insert(block, i as u32);
+                }
+            }
+        }
+        self.events.push(e);
+    }
+
+    /// Index of the first flush ordered after operation `seq`.
+    pub fn first_after(&self, seq: u64) -> usize {
+        self.events.partition_point(|f| f.seq <= seq)
+    }
+
+    /// [`fresh_after`] of the flushes from index `first` on, without visiting them: a
+    /// full flush leaves every cache fresh, a page flush every paging-structure cache,
+    /// and the TLB's bit for a leaf entry when it covered a page of the entry's span.
+    pub fn fresh_after(&self, fresh: u8, t: Target, first: usize) -> u8 {
+        let since = |last: Option<usize>| last.is_some_and(|i| i >= first);
+        if since(self.last_all) {
+            return fresh | ALL_FRESH;
+        }
+        if !since(self.last_pages) {
+            return fresh;
+        }
+        let mut f = fresh | (ALL_FRESH & !1);
+        if t.level == t.leaf && f & 1 == 0 {
+            let map = match t.level {
+                Level::Pte => &self.by_page,
+                _ => &self.by_block,
+            };
+            debug_assert!(t.level <= Level::Pmd, "leaves are 4 KiB or 2 MiB");
+            let covered = map
+                .get(&(t.span.start >> t.level.span_shift()))
+                .is_some_and(|&i| i as usize >= first);
+            f |= covered as u8;
+        }
+        f
+    }
 }
 
 #[cfg(test)]
@@ -412,16 +516,77 @@ mod tests {
     }
 
     #[test]
+    fn flush_log_answers_as_the_flushes_one_by_one() {
+        // Random full, page and range flushes over a few 2 MiB blocks; every suffix of
+        // them against entries at each level, leaf 4 KiB or 2 MiB: the log's O(1) answer
+        // is the fold over the suffix.
+        let mut rng = Rng::new(11);
+        let base = 1u64 << 40;
+        let mut log = FlushLog::default();
+        for i in 0..400u64 {
+            let kind = match rng.below(10) {
+                0 => FlushKind::All,
+                1..=6 => {
+                    let start = base + (rng.below(4 << 9) << 12);
+                    FlushKind::Pages {
+                        start,
+                        end: start + 4096,
+                    }
+                }
+                _ => {
+                    let start = base + (rng.below(4 << 9) << 12);
+                    FlushKind::Pages {
+                        start,
+                        end: start + 1 + rng.below(33 << 12),
+                    }
+                }
+            };
+            log.push(FlushEvent {
+                seq: i + 1,
+                at: i,
+                kind,
+            });
+        }
+        for _ in 0..4000 {
+            let va = base + rng.below(5 << 21);
+            let level = Level::ALL[rng.below(3) as usize];
+            let leaf = if level == Level::Pte || rng.below(2) == 0 {
+                Level::Pte
+            } else {
+                Level::Pmd
+            };
+            let start = level.align_down(va);
+            let t = Target {
+                level,
+                leaf,
+                span: AddrRange::new(start, start + level.span()),
+                stores_only: false,
+            };
+            let first = rng.below(log.events.len() as u64 + 1) as usize;
+            let fresh = rng.below(32) as u8;
+            assert_eq!(
+                log.fresh_after(fresh, t, first),
+                fresh_after(fresh, t, &log.events[first..]),
+                "{t:?} {first} {fresh}"
+            );
+            assert_eq!(log.first_after(first as u64), first);
+        }
+    }
+
+    #[test]
     fn leaf_renewal_matches_lru_by_hand() {
         // Always missing: a load unless no access at all.
-        assert_eq!(leaf_log_no_load(2.5, 1.0), -2.5);
+        assert_eq!(leaf_log_no_load(2.5, Q::new(1.0)), -2.5);
         // The sparse-hot TLB (q = 0.415) over 1 ms (3.8 accesses per hot page):
         // e^-3.8 (1 + 0.22 / 0.585 (e^(3.8 * 0.585) - 1)) = 0.091, where independent
         // misses would give e^(-3.8 * 0.415) = 0.206.
-        let p = leaf_log_no_load(3.8, 0.415).exp();
+        let p = leaf_log_no_load(3.8, Q::new(0.415)).exp();
         assert!((p - 0.091).abs() < 0.002, "{p}");
         // Long windows stay finite and decrease.
-        let (a, b) = (leaf_log_no_load(1e4, 0.4), leaf_log_no_load(2e4, 0.4));
+        let (a, b) = (
+            leaf_log_no_load(1e4, Q::new(0.4)),
+            leaf_log_no_load(2e4, Q::new(0.4)),
+        );
         assert!(a.is_finite() && b < a, "{a} {b}");
     }
 }
