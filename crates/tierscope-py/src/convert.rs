@@ -1,6 +1,7 @@
-//! `RunResult` to Python. Small structured parts (summary, cost, stats, intervals, heap,
-//! mappings) go through serde_json and `json.loads`, so their keys are exactly the Rust
-//! field names. Per-window and per-region arrays go as little-endian `bytes` (u64, u32 or
+//! Results to Python, one way: anything structured is a serde `Serialize` value that goes
+//! through serde_json and `json.loads` ([`to_python`]), so its keys are exactly the Rust
+//! field names (`RunResult`'s summary, cost, stats, intervals, heap, mappings, policies;
+//! the NEMO use cases' rows in `nemo.rs`). Per-window and per-region arrays go as little-endian `bytes` (u64, u32 or
 //! f64, named in `python/tierscope/results.py`), which Python wraps with
 //! `numpy.frombuffer` without a per-element conversion.
 //!
@@ -145,6 +146,17 @@ fn to_json(value: &impl serde::Serialize) -> PyResult<String> {
         .map_err(|e| PyRuntimeError::new_err(format!("cannot serialise a result: {e}")))
 }
 
+/// `value` as Python objects (dicts, lists, numbers, strings, None) through JSON. Floats
+/// keep their exact value; NaN and infinities become None, as in metrics.json.
+pub fn to_python<'py>(
+    py: Python<'py>,
+    value: &impl serde::Serialize,
+) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?
+        .getattr("loads")?
+        .call1((to_json(value)?,))
+}
+
 /// The whole result as a dict (layout in the module comment).
 pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, PyDict>> {
     let meta = serde_json::json!({
@@ -167,8 +179,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
         })).collect::<Vec<_>>(),
         "policies": r.policies,
     });
-    let loads = py.import("json")?.getattr("loads")?;
-    let dict = loads.call1((to_json(&meta)?,))?.cast_into::<PyDict>()?;
+    let dict = to_python(py, &meta)?.cast_into::<PyDict>()?;
     let monitors = dict
         .get_item("monitors")?
         .ok_or_else(|| PyRuntimeError::new_err("monitors missing from the result"))?;

@@ -1,10 +1,12 @@
-//! NEMO's noisy-neighbour use case (paper §5.3) from Python: one call runs every
-//! technique and returns the table's rows as dicts. `tierscope repro nemo` formats them;
-//! docs/NEMO.md ("Use case 3") describes the model behind them.
+//! NEMO's use cases from Python: the noisy neighbour (paper §5.3) and the THP split
+//! candidates (§5.2), each one call returning the table's rows as dicts (serde rows through
+//! `convert::to_python`, the binding's one way to Python). `tierscope repro nemo` formats
+//! them; docs/NEMO.md ("Use case 2", "Use case 3") describes the models behind them.
 
+use crate::convert::to_python;
 use crate::errors::config_error;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use serde::Serialize;
 use tierscope_nemo::noisy::{run, Config, Technique};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -32,7 +34,7 @@ pub fn nemo_noisy_neighbour<'py>(
     mbm_intervals_ms: Vec<f64>,
     ewma: f64,
     gain: f64,
-) -> PyResult<Vec<Bound<'py, PyDict>>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let mut config = Config {
         seed,
         duration_s,
@@ -46,33 +48,54 @@ pub fn nemo_noisy_neighbour<'py>(
     let table = py
         .detach(|| run(&config))
         .map_err(|e| config_error(py, &e))?;
-    table
-        .rows
-        .iter()
-        .map(|r| {
-            let d = PyDict::new(py);
-            d.set_item("technique", r.technique.name())?;
-            let interval_s = match r.technique {
+    let rows: Vec<NoisyRow> = table.rows.iter().map(NoisyRow::from).collect();
+    to_python(py, &rows)
+}
+
+/// A row of the noisy-neighbour table as Python sees it.
+#[derive(Serialize)]
+struct NoisyRow {
+    technique: String,
+    /// The MBM polling interval, s (None for the other techniques).
+    mbm_interval_s: Option<f64>,
+    victim_p50_ns: f64,
+    victim_p99_ns: f64,
+    p99_increase: Option<f64>,
+    neighbour_gib_s: f64,
+    cpu_share: Option<f64>,
+    detection_s: Option<f64>,
+    on_phases: u64,
+    detected: u64,
+    start_quota: Option<f64>,
+    bandwidth_error: Option<f64>,
+    samples: u64,
+    quota_writes: u64,
+    paper: &'static str,
+}
+
+impl From<&tierscope_nemo::noisy::Row> for NoisyRow {
+    fn from(r: &tierscope_nemo::noisy::Row) -> Self {
+        NoisyRow {
+            technique: r.technique.name(),
+            mbm_interval_s: match r.technique {
                 Technique::Mbm { interval_s } => Some(interval_s),
                 _ => None,
-            };
-            d.set_item("mbm_interval_s", interval_s)?;
-            d.set_item("victim_p50_ns", r.victim_p50_ns)?;
-            d.set_item("victim_p99_ns", r.victim_p99_ns)?;
-            d.set_item("p99_increase", r.p99_increase)?;
-            d.set_item("neighbour_gib_s", r.neighbour_bandwidth / GIB)?;
-            d.set_item("cpu_share", r.cpu_share)?;
-            d.set_item("detection_s", r.detection_s)?;
-            d.set_item("on_phases", r.on_phases)?;
-            d.set_item("detected", r.detected)?;
-            d.set_item("start_quota", r.start_quota)?;
-            d.set_item("bandwidth_error", r.bandwidth_error)?;
-            d.set_item("samples", r.samples)?;
-            d.set_item("quota_writes", r.quota_writes)?;
-            d.set_item("paper", r.technique.paper())?;
-            Ok(d)
-        })
-        .collect()
+            },
+            victim_p50_ns: r.victim_p50_ns,
+            victim_p99_ns: r.victim_p99_ns,
+            p99_increase: r.p99_increase,
+            neighbour_gib_s: r.neighbour_bandwidth / GIB,
+            cpu_share: r.cpu_share,
+            detection_s: r.detection_s,
+            on_phases: r.on_phases,
+            detected: r.detected,
+            start_quota: r.start_quota,
+            bandwidth_error: r.bandwidth_error,
+            samples: r.samples,
+            quota_writes: r.quota_writes,
+            paper: r.technique.paper(),
+        }
+    }
 }
 
 /// NEMO's THP split-candidate use case (paper §5.2) on `experiment` (statistical engine):
@@ -84,7 +107,7 @@ pub fn nemo_thp_split<'py>(
     py: Python<'py>,
     experiment: &crate::experiment::PyExperiment,
     fast_shares: Vec<f64>,
-) -> PyResult<Vec<Bound<'py, PyDict>>> {
+) -> PyResult<Bound<'py, PyAny>> {
     use tierscope_experiment::nemo_thp::{run, ThpSplitOptions};
     if let Some(bad) = fast_shares.iter().find(|s| !(**s > 0.0 && **s < 1.0)) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -99,19 +122,36 @@ pub fn nemo_thp_split<'py>(
     let rows = py
         .detach(|| run(exp, &opts))
         .map_err(|e| crate::errors::run_error(crate::errors::Failure::Run(e)))?;
-    rows.iter()
-        .map(|r| {
-            let d = PyDict::new(py);
-            d.set_item("fast_share", r.fast_share)?;
-            d.set_item("technique", r.technique)?;
-            d.set_item("candidates", r.candidates)?;
-            d.set_item("found_95_s", r.found_95_s)?;
-            d.set_item("found_end", r.found_end)?;
-            d.set_item("exact_end", r.exact_end)?;
-            d.set_item("false_candidates", r.false_candidates)?;
-            d.set_item("cpu_percent", r.cpu_percent)?;
-            d.set_item("buckets", r.buckets.clone())?;
-            Ok(d)
-        })
-        .collect()
+    let rows: Vec<ThpRow> = rows.iter().map(ThpRow::from).collect();
+    to_python(py, &rows)
+}
+
+/// A row of the THP split-candidate table as Python sees it (`ThpSplitRow`'s fields).
+#[derive(Serialize)]
+struct ThpRow<'a> {
+    fast_share: f64,
+    technique: &'static str,
+    candidates: usize,
+    found_95_s: Option<f64>,
+    found_end: f64,
+    exact_end: f64,
+    false_candidates: usize,
+    cpu_percent: f64,
+    buckets: &'a [usize],
+}
+
+impl<'a> From<&'a tierscope_experiment::nemo_thp::ThpSplitRow> for ThpRow<'a> {
+    fn from(r: &'a tierscope_experiment::nemo_thp::ThpSplitRow) -> Self {
+        ThpRow {
+            fast_share: r.fast_share,
+            technique: r.technique,
+            candidates: r.candidates,
+            found_95_s: r.found_95_s,
+            found_end: r.found_end,
+            exact_end: r.exact_end,
+            false_candidates: r.false_candidates,
+            cpu_percent: r.cpu_percent,
+            buckets: &r.buckets,
+        }
+    }
 }
