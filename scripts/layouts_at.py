@@ -1,4 +1,4 @@
-"""A microbenchmark of the Telescope paper over random layouts (tierscope.robustness) in a
+"""A microbenchmark of the Telescope paper over random layouts (tierscope.studies.robustness) in a
 heap of another size, with the monitors you choose, and the distribution table of
 docs/ROBUSTNESS.md. The layouts are the same draws as `tierscope repro telescope
 --layouts`, scaled to the heap: issue 15 placed the multi-phase benchmark's hot regions
@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from tierscope import robustness
 from tierscope._core import monitor_presets
-from tierscope.cli.repro import PAPER_DIR
+from tierscope.studies import robustness
+from tierscope.studies.telescope import PAPER_DIR
 
 UNITS = {
     "B": 1,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import tierscope
 from conftest import run_cli
-from tierscope.cli.repro import PAPER_DIR
-from tierscope.paper import EXPERIMENTS, PRECISION_RECALL
+from tierscope.studies.telescope import PAPER_DIR
+from tierscope.studies.telescope_paper import EXPERIMENTS, PRECISION_RECALL
 
 
 def test_every_listed_experiment_has_a_file() -> None:

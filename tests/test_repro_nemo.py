@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from tierscope import repro_nemo
+from tierscope.studies import nemo
 
 
 def test_quick_repro_writes_every_use_case(tmp_path: Path) -> None:
@@ -33,9 +33,7 @@ def test_quick_repro_writes_every_use_case(tmp_path: Path) -> None:
 
 
 def test_sram_table_by_hand() -> None:
-    rows = {
-        (r["memory"], r["granularity"], r["width_bytes"]): r for r in repro_nemo.sram_table()
-    }
+    rows = {(r["memory"], r["granularity"], r["width_bytes"]): r for r in nemo.sram_table()}
     r = rows[("1 TB", "2 MiB", 8)]
     # 1e12 B x 10 ms x 8 B / (1 s x 2 MiB) of state; 476,838 huge pages -> a 2^19-entry
     # table of 13 index bits (4,769 states) + a valid bit.

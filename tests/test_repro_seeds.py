@@ -8,7 +8,7 @@ from pathlib import Path
 
 import tierscope
 from conftest import run_cli
-from tierscope.cli.repro import seed_mean_rows, seed_runs
+from tierscope.studies.telescope import seed_mean_rows, seed_runs
 
 # 1 GiB heap, 8 MiB hot, 2 s on the statistical engine: Telescope's region dynamics (and
 # so its precision and recall) depend on the seed; DAMON is there to be left out.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tierscope
-from tierscope import repro_tiering
+from tierscope.studies import telescope_tiering
 
 # A key-value store with Gaussian keys and one with hotspot keys, each small enough to run
 # in about a second, their data first on the slow tier as in the paper's setup.
@@ -46,13 +46,13 @@ def small_experiments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.mkdir()
     for name, kv in KVS.items():
         (d / f"{name}.toml").write_text(SMALL.replace("{KV}", kv), encoding="utf-8")
-    monkeypatch.setattr(repro_tiering, "TIERING_DIR", d)
+    monkeypatch.setattr(telescope_tiering, "TIERING_DIR", d)
     return d
 
 
 def test_shipped_experiments_parse() -> None:
-    for name in repro_tiering.EXPERIMENTS:
-        exp = tierscope.load_experiment(repro_tiering.TIERING_DIR / f"{name}.toml")
+    for name in telescope_tiering.EXPERIMENTS:
+        exp = tierscope.load_experiment(telescope_tiering.TIERING_DIR / f"{name}.toml")
         assert exp.name == name
 
 
@@ -60,7 +60,7 @@ def test_repro_tiering_table(
     small_experiments: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "repro"
-    assert repro_tiering.main(out, only=None, executor="local", jobs=0, progress=False) == 0
+    assert telescope_tiering.main(out, only=None, executor="local", jobs=0, progress=False) == 0
     printed = capsys.readouterr().out
     data = json.loads((out / "repro.json").read_text())
     rows = data["rows"]
@@ -80,10 +80,10 @@ def test_repro_tiering_table(
     assert all(r["paper_migrated_gb"] for r in bnd), "Table 4 beside ours"
     assert "paper GB migrated" in printed and "telescope-rule@telescope-bnd" in printed
     # Stored: a second call runs nothing again.
-    assert repro_tiering.main(out, only=None, executor="local", jobs=0, progress=False) == 0
+    assert telescope_tiering.main(out, only=None, executor="local", jobs=0, progress=False) == 0
     assert "(2 already stored)" in capsys.readouterr().out
 
 
 def test_unknown_experiment_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(tierscope.ConfigError, match="--only: unknown experiment"):
-        repro_tiering.main(tmp_path, only=["nope"], executor="local", jobs=0, progress=False)
+        telescope_tiering.main(tmp_path, only=["nope"], executor="local", jobs=0, progress=False)

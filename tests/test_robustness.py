@@ -1,4 +1,4 @@
-"""The microbenchmarks over random layouts (tierscope.robustness) and their distributions in
+"""The microbenchmarks over random layouts (tierscope.studies.robustness) and their distributions in
 `tierscope repro telescope`."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 import tierscope
 from conftest import run_cli
-from tierscope import robustness
-from tierscope.cli.repro import PAPER_DIR
+from tierscope.studies import robustness
+from tierscope.studies.telescope import PAPER_DIR
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -53,7 +53,7 @@ def test_layouts_move_the_hot_regions_and_keep_the_benchmark(bench: str) -> None
 
 
 def test_every_paper_experiment_has_layouts() -> None:
-    from tierscope import paper
+    from tierscope.studies import telescope_paper as paper
 
     assert set(robustness.BENCHES) == set(paper.EXPERIMENTS)
     assert set(robustness.DEFAULT_BENCHES) <= set(robustness.BENCHES)

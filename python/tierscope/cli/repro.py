@@ -23,7 +23,7 @@ DIR/needle-5t-seeds, on --executor: stopped, a rerun with the same DIR resumes i
 One layout is a coin flip too: where the hot regions sit decides Telescope-FLX's precision
 (docs/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks (or those named by
 --layout-experiment) also run over --layouts random layouts x --layout-seeds seeds with
-every monitor (tierscope.robustness), each as a sweep stored in DIR/NAME-layouts, and
+every monitor (tierscope.studies.robustness), each as a sweep stored in DIR/NAME-layouts, and
 repro.md gives per monitor the p10 / median / p90 of precision and recall over those runs
 (per-run values in repro.json).
 
@@ -38,35 +38,10 @@ flags (an output from before manifests that holds sweep.json is adopted).
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from tierscope import paper, repro_cori, repro_nemo, repro_tiering, robustness
-from tierscope.experiment import config_error
-from tierscope.outdir import Claim
-from tierscope.sweep.store import claim_store
-from tierscope.texttable import align
-
-#: Where the experiment files live, relative to the repository root.
-PAPER_DIR = Path(__file__).resolve().parents[3] / "experiments" / "paper"
-SOURCE = "command line"
-
-#: The experiment whose Telescope rows are also given as means over seeds 1..N.
-SEED_EXPERIMENT = "needle-5t"
-SEED_MONITORS = ("telescope-bnd", "telescope-flx")
-#: Default N: 200 seeds of the two monitors take ~45 s (docs/REPRO_TELESCOPE.md), the
-#: sweep of docs/TELESCOPE.md section 4.
-NEEDLE_SEEDS = 200
-#: Default layouts x seeds per 5 TB benchmark: 20 runs each, about 8 minutes on two cores
-#: (docs/ROBUSTNESS.md gives the 20 x 5 distributions and their command).
-LAYOUTS = 10
-LAYOUT_SEEDS = 2
-#: repro's tables in its directory, beside the store.
-TABLES = ("repro.md", "repro.json")
+from tierscope.studies import cori, nemo, robustness, telescope, telescope_tiering
+from tierscope.studies import telescope_paper as paper
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -96,7 +71,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="run only this experiment (repeatable): "
         f"{', '.join(paper.EXPERIMENTS)} (telescope); "
-        f"{', '.join(repro_tiering.EXPERIMENTS)} (telescope-tiering)",
+        f"{', '.join(telescope_tiering.EXPERIMENTS)} (telescope-tiering)",
     )
     p.add_argument(
         "--threads", type=int, default=0, metavar="N", help="runs at once (0: one per core)"
@@ -110,19 +85,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--needle-seeds",
         type=int,
-        default=NEEDLE_SEEDS,
+        default=telescope.NEEDLE_SEEDS,
         metavar="N",
-        help=f"also give {SEED_EXPERIMENT}'s Telescope rows as means over seeds 1..N "
-        f"(0: none; default {NEEDLE_SEEDS})",
+        help=f"also give {telescope.SEED_EXPERIMENT}'s Telescope rows as means over seeds 1..N "
+        f"(0: none; default {telescope.NEEDLE_SEEDS})",
     )
     p.add_argument(
         "--layouts",
         type=int,
-        default=LAYOUTS,
+        default=telescope.LAYOUTS,
         metavar="N",
         help="run the --layout-experiment benchmarks over N random layouts (x "
         "--layout-seeds) with every monitor and give p10 / median / p90 "
-        f"(0: none; default {LAYOUTS})",
+        f"(0: none; default {telescope.LAYOUTS})",
     )
     p.add_argument(
         "--layout-experiment",
@@ -134,9 +109,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--layout-seeds",
         type=int,
-        default=LAYOUT_SEEDS,
+        default=telescope.LAYOUT_SEEDS,
         metavar="N",
-        help=f"seeds 1..N of every layout (default {LAYOUT_SEEDS})",
+        help=f"seeds 1..N of every layout (default {telescope.LAYOUT_SEEDS})",
     )
     p.add_argument(
         "--seeds",
@@ -155,267 +130,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=main)
 
 
-def _cell(v: float) -> str:
-    return f"{v:.3f}"
-
-
-def rows_for(
-    name: str, metrics: dict[str, Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Precision/recall rows and cost rows of one experiment's metrics."""
-    quality, cost = [], []
-    for monitor, m in metrics["monitors"].items():
-        pp, pr = paper.PRECISION_RECALL.get((name, monitor), ("", ""))
-        quality.append(
-            {
-                "experiment": name,
-                "monitor": monitor,
-                "precision": m["precision"],
-                "recall": m["recall"],
-                "paper_precision": pp,
-                "paper_recall": pr,
-            }
-        )
-        cost.append(
-            {
-                "experiment": name,
-                "monitor": monitor,
-                "gcycles": m["cycles"] / 1e9,
-                "paper_gcycles": paper.TABLE2_GCYCLES.get((name, monitor)),
-                "bits_flipped": m["bits_cleared"],
-                "cpu_percent": m["cpu_percent"],
-            }
-        )
-    return quality, cost
-
-
-def seed_sweep(path: Path, seeds: Sequence[int], monitors: Sequence[str]) -> dict[str, Any]:
-    """The sweep of the experiment file at `path` over `seeds`, with only `monitors`."""
-    return {"base": str(path.resolve()), "seeds": list(seeds), "keep_monitors": list(monitors)}
-
-
-def seed_runs(
-    path: Path,
-    seeds: Sequence[int],
-    monitors: Sequence[str],
-    out: Path,
-    *,
-    executor: str = "local",
-    jobs: int = 0,
-    progress: bool = False,
-) -> dict[str, list[dict[str, Any]]]:
-    """Runs the experiment file at `path` once per seed with only `monitors`, as a sweep
-    stored in `out` (resumable: seeds already stored there are not run again); per
-    monitor, each seed's precision and recall."""
-    from tierscope import load_sweep, run_sweep
-
-    sweep = seed_sweep(path, seeds, monitors)
-    name = f"{path} (seeds)"
-    outcome = run_sweep(
-        sweep, out, executor=executor, jobs=jobs, progress=progress, source_name=name
-    )
-    outcome.raise_if_failed("seed runs")
-    df = load_sweep(out)
-    per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
-    for row in df.iter_rows(named=True):
-        if row["row"] != "monitor":
-            continue
-        per_seed[row["monitor"]].append(
-            {"seed": row["seed"], "precision": row["precision"], "recall": row["recall"]}
-        )
-    return per_seed
-
-
-def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Quality rows (as `rows_for`'s) with the means of `seed_runs`' values, the
-    experiment named `NAME seeds A-B`; the per-seed values are kept under `seeds`."""
-    rows = []
-    for monitor, runs in per_seed.items():
-        seeds = [r["seed"] for r in runs]
-        pp, pr = paper.PRECISION_RECALL.get((name, monitor), ("", ""))
-        rows.append(
-            {
-                "experiment": f"{name} seeds {min(seeds)}-{max(seeds)}",
-                "monitor": monitor,
-                "precision": statistics.fmean(r["precision"] for r in runs),
-                "recall": statistics.fmean(r["recall"] for r in runs),
-                "paper_precision": pp,
-                "paper_recall": pr,
-                "seeds": runs,
-            }
-        )
-    return rows
-
-
-def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> str:
-    q = [("experiment", "monitor", "precision", "recall", "paper precision", "paper recall")]
-    q += [
-        (
-            r["experiment"],
-            r["monitor"],
-            _cell(r["precision"]),
-            _cell(r["recall"]),
-            r["paper_precision"] or "-",
-            r["paper_recall"] or "-",
-        )
-        for r in quality
-    ]
-    c = [("experiment", "monitor", "Gcycles", "paper Gcycles (Table 2)", "bits flipped", "cpu %")]
-    c += [
-        (
-            r["experiment"],
-            r["monitor"],
-            f"{r['gcycles']:.2f}",
-            "-" if r["paper_gcycles"] is None else f"{r['paper_gcycles']:.2f}",
-            f"{r['bits_flipped']:,}",
-            f"{r['cpu_percent']:.3f}",
-        )
-        for r in cost
-    ]
-    return align(q) + "\n\n" + align(c)
-
-
-def paper_sweep() -> dict[str, Any]:
-    """Every paper experiment, as one sweep over named bases (run ids `base=NAME`)."""
-    return {"bases": {n: str(PAPER_DIR / f"{n}.toml") for n in paper.EXPERIMENTS}}
-
-
 def main(args: argparse.Namespace) -> int:
-    if args.out is None:
-        args.out = f"runs/repro-{args.paper}"
+    """Runs the study named by `args.paper` (tierscope.studies) into --out."""
+    out = Path(args.out if args.out is not None else f"runs/repro-{args.paper}")
     if args.paper == "cori":
-        return repro_cori.main(
-            Path(args.out), seeds=range(1, max(1, args.seeds) + 1), force=args.force
-        )
+        return cori.main(out, seeds=range(1, max(1, args.seeds) + 1), force=args.force)
     if args.paper == "nemo":
-        repro_nemo.main(Path(args.out), quick=args.quick, force=args.force)
+        nemo.main(out, quick=args.quick, force=args.force)
         return 0
     if args.paper == "telescope-tiering":
-        return repro_tiering.main(
-            Path(args.out),
+        return telescope_tiering.main(
+            out,
             only=args.only,
             executor=args.executor,
             jobs=args.threads,
             progress=not args.quiet,
         )
-    names = args.only or list(paper.EXPERIMENTS)
-    unknown = [n for n in names if n not in paper.EXPERIMENTS]
-    if unknown:
-        raise config_error(
-            SOURCE,
-            f"--only: unknown experiment {unknown[0]!r} (expected one of "
-            f"{', '.join(paper.EXPERIMENTS)})",
-        )
-    if args.layout_experiment:
-        for n in args.layout_experiment:
-            if n not in names:
-                raise config_error(
-                    SOURCE,
-                    f"--layout-experiment: {n!r} is not among the experiments run "
-                    f"(expected one of {', '.join(names)})",
-                )
-        layout_names = set(args.layout_experiment)
-    else:
-        layout_names = set(robustness.DEFAULT_BENCHES)
-    for flag, value in (
-        ("--needle-seeds", args.needle_seeds),
-        ("--layouts", args.layouts),
-        ("--layout-seeds", args.layout_seeds),
-    ):
-        if value < 0:
-            raise config_error(SOURCE, f"{flag}: must be 0 or more, got {value}")
-    out = Path(args.out)
-    # DIR is claimed (locked) for the whole reproduction: the store, the timelines and
-    # the tables.
-    with claim_store(out, adopt=TABLES) as claim:
-        return telescope(args, claim, names, layout_names)
-
-
-def telescope(
-    args: argparse.Namespace, claim: Claim, names: list[str], layout_names: set[str]
-) -> int:
-    """`repro telescope` into the store claimed by `claim`."""
-    from tierscope import load, run_sweep
-    from tierscope.plot import timeline
-
-    out = claim.target
-    # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
-    # with the same DIR resumes it, on either executor.
-    outcome = run_sweep(
-        paper_sweep(),
+    return telescope.main(
         out,
+        only=args.only,
+        layout_experiments=args.layout_experiment,
+        needle_seeds=args.needle_seeds,
+        layouts=args.layouts,
+        layout_seeds=args.layout_seeds,
         executor=args.executor,
         jobs=args.threads,
-        outputs=True,
         progress=not args.quiet,
-        source_name="repro telescope",
-        only=[f"base={n}" for n in names],
     )
-    outcome.raise_if_failed("experiments")
-    quality: list[dict[str, Any]] = []
-    cost: list[dict[str, Any]] = []
-    walls: dict[str, float] = {}
-    layouts: dict[str, dict[str, Any]] = {}
-    for n in names:
-        run_dir = out / "runs" / f"base={n}"
-        result = load(run_dir)
-        if f"base={n}" in outcome.run_wall_s:
-            walls[n] = outcome.run_wall_s[f"base={n}"]
-        with claim.stage() as staging:
-            path = staging / "runs" / f"base={n}" / "timeline.png"
-            path.parent.mkdir(parents=True)
-            timeline(result, path, title=paper.EXPERIMENTS[n])
-        q, c = rows_for(n, result.metrics)
-        quality += q
-        cost += c
-        if n == SEED_EXPERIMENT and args.needle_seeds > 0:
-            t0 = time.monotonic()
-            seeds = range(1, args.needle_seeds + 1)
-            per_seed = seed_runs(
-                PAPER_DIR / f"{n}.toml",
-                seeds,
-                SEED_MONITORS,
-                out / f"{n}-seeds",
-                executor=args.executor,
-                jobs=args.threads,
-                progress=not args.quiet,
-            )
-            quality += seed_mean_rows(n, per_seed)
-            walls[f"{n} seeds 1-{args.needle_seeds}"] = time.monotonic() - t0
-        if n in layout_names and args.layouts > 0 and args.layout_seeds > 0:
-            t0 = time.monotonic()
-            runs = robustness.run_layouts(
-                PAPER_DIR / f"{n}.toml",
-                n,
-                args.layouts,
-                args.layout_seeds,
-                out / f"{n}-layouts",
-                executor=args.executor,
-                jobs=args.threads,
-                progress=not args.quiet,
-            )
-            layouts[n] = {"distribution": robustness.distribution(runs), "runs": runs}
-            walls[f"{n} layouts"] = time.monotonic() - t0
-    text = format_tables(quality, cost)
-    for n, lay in layouts.items():
-        title = (
-            f"{n} over {args.layouts} layouts x {args.layout_seeds} seeds "
-            "(docs/ROBUSTNESS.md): distributions over the runs"
-        )
-        text += "\n\n" + robustness.format_distribution(title, lay["distribution"])
-    print(text)
-    print(
-        f"\n{len(names)} experiments ({outcome.skipped} already stored) in "
-        f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
-    )
-    with claim.stage() as staging:
-        (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
-        (staging / "repro.json").write_text(
-            json.dumps(
-                {"quality": quality, "cost": cost, "layouts": layouts, "wall_s": walls},
-                indent=2,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
-    return 0

@@ -15,11 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tierscope.data import experiments_dir
 from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
-#: Where the experiment files live, relative to the repository root.
-TIERING_DIR = Path(__file__).resolve().parents[2] / "experiments" / "tiering"
+#: Where the experiment files live (shipped with the package: `tierscope.data`).
+TIERING_DIR = experiments_dir() / "tiering"
 
 #: Experiment file stem -> (what the paper calls it, the Table 4 column it matches).
 EXPERIMENTS: dict[str, tuple[str, str]] = {

@@ -27,13 +27,15 @@ from typing import Any
 import numpy as np
 
 from tierscope import _core, outdir
+from tierscope.data import experiments_dir
 from tierscope.experiment import load_experiment
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult
 from tierscope.runner import run
 from tierscope.texttable import align
 
-NEMO_DIR = Path(__file__).resolve().parents[2] / "experiments" / "nemo"
+#: Where the experiment files live (shipped with the package: `tierscope.data`).
+NEMO_DIR = experiments_dir() / "nemo"
 
 #: The paper's numbers each table stands beside.
 PAPER = {

@@ -1,0 +1,13 @@
+"""The paper studies: reproductions built only from the library's public pieces (run,
+load, sweeps, the tuner, the binding's NEMO use cases) and the shipped experiment files
+(`tierscope.data`). `tierscope repro PAPER` runs them.
+
+- `telescope`: the Telescope paper's section 6.2 (`repro telescope`), with its numbers in
+  `telescope_paper` and the random layouts of `robustness`;
+- `telescope_tiering`: its section 6.3, tiering driven by each monitor (`repro
+  telescope-tiering`);
+- `cori`: the Cori paper's Figures 1, 3 and 5 on generated traces (`repro cori`);
+- `nemo`: the NEMO paper's three use cases and the SRAM a terabyte sweep needs (`repro
+  nemo`);
+- `claims/`: data, each paper's claims beside ours (for a claims ledger).
+"""
