@@ -37,6 +37,7 @@ use super::density::{zipf_weight, DENSITY_PAGE};
 use super::spec::{AccessMode, Density, PatternKind, PatternSpec, PhaseSpec, RegionSpec};
 use super::WorkloadSpec;
 use crate::error::FieldError;
+use crate::limits::{human_bytes, MAX_HEAP};
 use crate::units::{Duration, Size};
 use serde::{Deserialize, Serialize};
 
@@ -245,7 +246,18 @@ fn share(v: f64, field: &str) -> Result<(), FieldError> {
 impl KvSpec {
     /// Bytes of one item, whole cache lines.
     pub fn item_bytes(&self) -> u64 {
-        (self.header.0 + self.key_size.0 + self.value_size.0).next_multiple_of(LINE)
+        // Saturating: validate() refuses items whose keys do not fit the heap limit.
+        self.header
+            .0
+            .saturating_add(self.key_size.0)
+            .saturating_add(self.value_size.0)
+            .checked_next_multiple_of(LINE)
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Keys of the hot set of a hotspot distribution.
+    fn hot_keys(&self) -> u64 {
+        ((self.keys as f64 * self.hot_data).round() as u64).max(1)
     }
 
     /// Memory accesses per operation: the bucket (a scan's start key), and every line of
@@ -278,13 +290,31 @@ impl KvSpec {
         if self.duration.0 == 0 {
             return Err(FieldError::new("duration", "must be positive"));
         }
+        // The loaded items and their buckets within the heap limit, multiplied checked
+        // (they wrapped around before: a huge value_size or key count made a small heap).
+        let items = self.keys.checked_mul(self.item_bytes());
+        let buckets = self.keys.checked_mul(8);
+        if items.is_none_or(|b| b > MAX_HEAP) || buckets.is_none_or(|b| b > MAX_HEAP) {
+            return Err(FieldError::new(
+                "keys",
+                format!(
+                    "{} keys of {} bytes are more than the heap limit of {}",
+                    self.keys,
+                    self.item_bytes(),
+                    human_bytes(MAX_HEAP)
+                ),
+            ));
+        }
         match self.distribution {
             KeyDistribution::Hotspot => {
                 share(self.hot_data, "hot_data")?;
                 if !(0.0..=1.0).contains(&self.hot_ops) {
                     return Err(FieldError::new("hot_ops", "expected 0 <= hot_ops <= 1"));
                 }
-                if self.shift_at.is_some() && self.hot_data > 0.5 {
+                // Rounded, two hot sets of few keys could overlap (3 keys, 0.5: 2 + 2).
+                if self.shift_at.is_some()
+                    && (self.hot_data > 0.5 || 2 * self.hot_keys() > self.keys)
+                {
                     return Err(FieldError::new(
                         "shift_at",
                         "the hot set moves to the next disjoint key range: hot_data must be at \
@@ -372,7 +402,8 @@ impl KvSpec {
             name: "buckets".into(),
             size: Size((self.keys * 8).next_multiple_of(4096)),
         };
-        let keys_bytes = |k: u64| Size(k * item);
+        // Within the heap limit for the loaded keys (validate); saturating for others.
+        let keys_bytes = |k: u64| Size(k.saturating_mul(item));
         // Item patterns over `region` with `density`, carrying `w` of the item accesses.
         let items = |out: &mut Vec<PatternSpec>, region: &str, density: Density, w: f64| {
             out.extend(random(
@@ -396,7 +427,7 @@ impl KvSpec {
         };
         match self.distribution {
             KeyDistribution::Hotspot => {
-                let hot = ((self.keys as f64 * self.hot_data).round() as u64).max(1);
+                let hot = self.hot_keys();
                 let mut regions = vec![
                     buckets,
                     RegionSpec {
@@ -510,7 +541,8 @@ impl KvSpec {
             let keys = (ops_per_second * secs * self.mix.ops().insert).round() as u64;
             regions.push(RegionSpec {
                 name: format!("inserts_{k}"),
-                size: Size(keys.max(1) * item),
+                // Saturating: a size past the heap limit is refused by the spec's check.
+                size: Size(keys.max(1).saturating_mul(item)),
             });
         }
         let pages = |name: &str| {
@@ -883,5 +915,32 @@ mod tests {
         let mut k = kv(KeyDistribution::ScrambledZipfian, Mix::YcsbB);
         k.exponent = -1.0;
         assert_eq!(k.validate().unwrap_err().field, "exponent");
+    }
+
+    /// Issue 28: sizes that multiplied past 2^64 wrapped to small heaps, and two rounded
+    /// hot sets of few keys overlapped (3 keys at 0.5 underflowed `keys - 2 hot`).
+    #[test]
+    fn key_counts_and_sizes_are_checked_not_wrapped() {
+        let mut k = kv(KeyDistribution::Uniform, Mix::YcsbA);
+        k.value_size = Size(u64::MAX);
+        assert_eq!(k.validate().unwrap_err().field, "keys");
+        k.value_size = Size(4000);
+        k.keys = 1 << 62;
+        assert_eq!(k.validate().unwrap_err().field, "keys");
+        // 2^45 keys of 4 KiB: 128 PiB.
+        k.keys = 1 << 45;
+        assert!(k.validate().unwrap_err().message.contains("64.0 PiB"));
+        let mut k = kv(KeyDistribution::Hotspot, Mix::YcsbA);
+        (k.keys, k.hot_data) = (3, 0.5);
+        k.shift_at = Some(Duration(1_000_000_000));
+        assert_eq!(k.validate().unwrap_err().field, "shift_at");
+        (k.keys, k.hot_data) = (4, 0.5);
+        k.validate().unwrap();
+        k.to_spec(1e6).validate().unwrap();
+        // Inserts at the highest rate for 30 days saturate, and the spec refuses them.
+        let mut k = kv(KeyDistribution::Latest, Mix::YcsbD);
+        k.duration = Duration(crate::limits::MAX_DURATION_NS);
+        k.validate().unwrap();
+        assert!(k.to_spec(6.4e11).validate().is_err());
     }
 }
