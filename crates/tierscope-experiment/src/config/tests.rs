@@ -686,3 +686,26 @@ fn an_exact_engine_heap_past_the_hosts_memory_is_refused() {
         parse(&text.replace("paging_levels = 5", "paging_levels = 5\nengine = \"stat\"")).is_ok()
     );
 }
+
+/// Found by the experiment fuzz target (tests/fuzz.rs): `monitors = []` ran a policy on
+/// no monitor while its document, which leaves an empty list out, ran it on every one;
+/// a name given twice ran it twice under one name.
+#[test]
+fn a_policys_monitors_are_a_non_empty_list_of_distinct_names() {
+    let text = TIERED
+        .replace("[[monitors]]\npreset = \"pml\"\n", "")
+        .replace("engine = \"kvm\"", "engine = \"stat\"");
+    for (list, says) in [
+        ("[]", "the list is empty"),
+        (
+            "[\"damon-mod\", \"damon-mod\"]",
+            "`damon-mod` is named twice",
+        ),
+    ] {
+        let bad = text.replace("monitors = [\"damon-mod\"]", &format!("monitors = {list}"));
+        let e = parse(&bad).unwrap_err();
+        assert_eq!(e.field, "tiering.policies[2].monitors", "{e}");
+        assert_eq!(e.line, Some(line_of(&bad, "policies =")), "{e}");
+        assert!(e.message.contains(says), "{e}");
+    }
+}

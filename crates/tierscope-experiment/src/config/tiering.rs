@@ -288,6 +288,28 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
             fed
         }
         (PolicyInput::Monitor(accepts), Some(list)) => {
+            // An empty list ran the policy on no monitor, and its document (which leaves
+            // an empty list out) on every monitor: refused, as a name given twice.
+            if list.is_empty() {
+                return Err(FieldError::new(
+                    "monitors",
+                    format!(
+                        "the list is empty (leave `monitors` out for every monitor `{}` can \
+                         use)",
+                        config.kind()
+                    ),
+                ));
+            }
+            if let Some(m) = list
+                .iter()
+                .enumerate()
+                .find(|(i, m)| list[..*i].contains(m))
+            {
+                return Err(FieldError::new(
+                    "monitors",
+                    format!("`{}` is named twice", m.1),
+                ));
+            }
             for m in &list {
                 let Some(entry) = monitors.iter().find(|e| &e.name == m) else {
                     return Err(FieldError::new(
