@@ -58,3 +58,9 @@ def workdir(tmp_path: Path) -> Path:
 def leftovers(directory: Path, name: str) -> list[Path]:
     """Temporary siblings a failed run might have left next to its output dir."""
     return [p for p in directory.iterdir() if p.name.startswith(f".{name}.")]
+
+
+def maturin() -> Path | None:
+    """The maturin of this environment (the one `make build` uses), or None."""
+    path = Path(sys.executable).parent / "maturin"
+    return path if path.is_file() else None

@@ -6,6 +6,7 @@ pub mod addr;
 pub mod cost;
 pub mod error;
 pub mod feed;
+pub mod fuzz;
 pub mod limits;
 pub mod machine;
 pub mod memtel;
