@@ -16,7 +16,7 @@ use crate::llc::Llc;
 use crate::ops::width_mask;
 use crate::pipeline::{Request, TelemetrySpec};
 use crate::sram;
-use tierscope_core::memtel::translation_base;
+use tierscope_core::memtel::Slots;
 pub use tierscope_core::memtel::{DriverError, MemTelemetry, Notification, TelemetryId};
 use tierscope_core::FieldError;
 
@@ -73,18 +73,12 @@ impl NemoConfig {
 }
 
 #[derive(Debug, Clone)]
-struct Installed {
-    spec: TelemetrySpec,
-    /// The pipeline's position on every controller (the driver installs the same
-    /// pipelines everywhere, so the positions agree).
-    slot: usize,
-}
-
-#[derive(Debug, Clone)]
 pub struct Driver {
     interleave: Interleave,
     controllers: Vec<Controller>,
-    telemetries: Vec<Option<Installed>>,
+    /// Each telemetry's pipeline position on every controller (the driver installs the
+    /// same pipelines everywhere, so the positions agree).
+    telemetries: Slots<usize>,
     /// One value per controller and channel while merging a read.
     copies: Vec<u64>,
     /// The last-level cache in front of the controllers: only its misses reach them.
@@ -99,7 +93,7 @@ impl Driver {
             controllers: (0..il.controllers())
                 .map(|_| Controller::new(il.channels(), config.sram_bytes, config.max_pipelines))
                 .collect(),
-            telemetries: Vec::new(),
+            telemetries: Slots::default(),
             copies: Vec::with_capacity(il.controllers() * il.channels()),
             llc: None,
         }
@@ -130,19 +124,12 @@ impl Driver {
 
     /// Telemetries registered now: with none, the engine skips the driver entirely.
     pub fn registered(&self) -> usize {
-        self.telemetries.iter().flatten().count()
+        self.telemetries.iter().count()
     }
 
     /// SRAM in use on `controller`, in bytes.
     pub fn sram_used(&self, controller: usize) -> u64 {
         self.controllers[controller].used_bytes()
-    }
-
-    fn installed(&self, t: TelemetryId) -> Result<&Installed, DriverError> {
-        self.telemetries
-            .get(t.0)
-            .and_then(Option::as_ref)
-            .ok_or(DriverError::UnknownTelemetry(t))
     }
 }
 
@@ -160,27 +147,25 @@ impl MemTelemetry for Driver {
         for c in &mut self.controllers {
             slot = c.install(spec);
         }
-        self.telemetries.push(Some(Installed { spec: *spec, slot }));
-        Ok(TelemetryId(self.telemetries.len() - 1))
+        Ok(self.telemetries.install(*spec, slot))
     }
 
     /// Removes a telemetry from every controller, freeing its pipelines and SRAM.
     fn unregister(&mut self, t: TelemetryId) -> Result<(), DriverError> {
-        let gone = self.installed(t)?.clone();
+        let (spec, gone) = self.telemetries.remove(t)?;
         for c in &mut self.controllers {
-            c.remove(gone.slot, &gone.spec);
+            c.remove(gone, &spec);
         }
-        self.telemetries[t.0] = None;
-        for other in self.telemetries.iter_mut().flatten() {
-            if other.slot > gone.slot {
-                other.slot -= 1;
+        for (_, slot) in self.telemetries.states_mut() {
+            if *slot > gone {
+                *slot -= 1;
             }
         }
         Ok(())
     }
 
     fn spec(&self, t: TelemetryId) -> Result<&TelemetrySpec, DriverError> {
-        Ok(&self.installed(t)?.spec)
+        Ok(self.telemetries.get(t)?.0)
     }
 
     /// Maps primary key `key` to region `region_idx`, whose states are
@@ -193,9 +178,8 @@ impl MemTelemetry for Driver {
         key: u64,
         region_idx: u64,
     ) -> Result<(), DriverError> {
-        let installed = self.installed(t)?;
-        let slot = installed.slot;
-        let base = translation_base(&installed.spec, key, region_idx)? as u32;
+        let (base, &mut slot) = self.telemetries.with_translation(t, key, region_idx)?;
+        let base = base as u32;
         for c in &mut self.controllers {
             c.pipeline_mut(slot).set_entry(key, Some(base));
         }
@@ -204,12 +188,7 @@ impl MemTelemetry for Driver {
 
     /// Empties the translation entry of `key`: its requests are dropped again.
     fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
-        let installed = self.installed(t)?;
-        let max = installed.spec.translation.primary.max();
-        if key > max {
-            return Err(DriverError::KeyOutsideMask { key, max });
-        }
-        let slot = installed.slot;
+        let (_, &mut slot) = self.telemetries.with_key(t, key)?;
         for c in &mut self.controllers {
             c.pipeline_mut(slot).set_entry(key, None);
         }
@@ -220,15 +199,7 @@ impl MemTelemetry for Driver {
     /// effect to each copy (it runs per controller, as the hardware runs it after each
     /// load from its telemetry region), and returns the merged value.
     fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
-        let installed = self.installed(t)?;
-        let spec = installed.spec;
-        let slot = installed.slot;
-        if index >= spec.states as u64 {
-            return Err(DriverError::IndexOutOfStates {
-                index,
-                states: spec.states as u64,
-            });
-        }
+        let (&spec, &mut slot) = self.telemetries.with_index(t, index)?;
         self.copies.clear();
         for c in &mut self.controllers {
             let p = c.pipeline_mut(slot);
@@ -247,13 +218,12 @@ impl MemTelemetry for Driver {
     /// Appends the notifications pending since the last drain, by telemetry then
     /// controller, and clears them.
     fn drain_notifications(&mut self, out: &mut Vec<Notification>) {
-        for (id, installed) in self.telemetries.iter().enumerate() {
-            let Some(installed) = installed else { continue };
+        for (telemetry, _, &slot) in self.telemetries.iter() {
             for (controller, c) in self.controllers.iter_mut().enumerate() {
-                let raises = c.pipeline_mut(installed.slot).take_raised();
+                let raises = c.pipeline_mut(slot).take_raised();
                 if raises > 0 {
                     out.push(Notification {
-                        telemetry: TelemetryId(id),
+                        telemetry,
                         controller,
                         raises,
                     });

@@ -9,9 +9,11 @@
 //! the expected state of counting telemetries from its densities (docs/NEMO.md).
 
 pub mod ops;
+mod slots;
 mod spec;
 
 pub use ops::{Operand, Overflow, Predicate, ReadEffect, UpdateOp};
+pub use slots::Slots;
 pub use spec::{Filter, Kinds, MaskShift, Notify, TelemetrySpec, Translation, Update};
 
 use crate::FieldError;

@@ -21,8 +21,8 @@ use super::density::{Schedule, Workload};
 use crate::tiers::Sweep;
 use tierscope_core::memtel::ops::width_mask;
 use tierscope_core::memtel::{
-    translation_base, DriverError, Kinds, MaskShift, MemTelemetry, Notification, Operand, Overflow,
-    ReadEffect, TelemetryId, TelemetrySpec, UpdateOp,
+    DriverError, Kinds, MaskShift, MemTelemetry, Notification, Operand, Overflow, ReadEffect,
+    Slots, TelemetryId, TelemetrySpec, UpdateOp,
 };
 use tierscope_core::rng::Rng;
 use tierscope_core::workload::PatternKind;
@@ -35,9 +35,9 @@ fn overlaps(a: AddrRange, b: AddrRange) -> bool {
     a.start < b.end && b.start < a.end
 }
 
+/// What the statistical engine keeps per telemetry (its spec is in [`Slots`]).
 #[derive(Debug, Clone)]
-struct Installed {
-    spec: TelemetrySpec,
+struct Expected {
     /// Primary key -> base state index, direct-mapped like the hardware table.
     table: Vec<Option<u64>>,
     /// Expected requests of random patterns counted into each state since it was last
@@ -50,7 +50,7 @@ struct Installed {
 /// The statistical engine's [`MemTelemetry`].
 #[derive(Debug, Clone)]
 pub struct StatNemo {
-    telemetries: Vec<Option<Installed>>,
+    telemetries: Slots<Expected>,
     /// Draws the counts read.
     rng: Rng,
 }
@@ -98,14 +98,14 @@ pub fn check_supported(spec: &TelemetrySpec) -> Result<(), FieldError> {
 impl StatNemo {
     pub fn new(rng: Rng) -> Self {
         StatNemo {
-            telemetries: Vec::new(),
+            telemetries: Slots::default(),
             rng,
         }
     }
 
     /// Whether any telemetry is registered (else the engine skips accounting).
     pub fn active(&self) -> bool {
-        self.telemetries.iter().any(Option::is_some)
+        self.telemetries.any()
     }
 
     /// Adds the expected requests of accesses `[ia, ib)` of every thread to every
@@ -138,8 +138,7 @@ impl StatNemo {
                 random[seg.pattern as usize] += (y - x) as f64;
             }
         }
-        for t in self.telemetries.iter_mut().flatten() {
-            let spec = t.spec;
+        for (&spec, t) in self.telemetries.states_mut() {
             let k = match spec.update.operand {
                 Operand::Const(k) => k as f64,
                 Operand::RequestBytes => LINE_BYTES,
@@ -201,43 +200,26 @@ impl StatNemo {
             }
         }
     }
-
-    fn installed(&self, t: TelemetryId) -> Result<&Installed, DriverError> {
-        self.telemetries
-            .get(t.0)
-            .and_then(Option::as_ref)
-            .ok_or(DriverError::UnknownTelemetry(t))
-    }
-
-    fn installed_mut(&mut self, t: TelemetryId) -> Result<&mut Installed, DriverError> {
-        self.telemetries
-            .get_mut(t.0)
-            .and_then(Option::as_mut)
-            .ok_or(DriverError::UnknownTelemetry(t))
-    }
 }
 
 impl MemTelemetry for StatNemo {
     fn register(&mut self, spec: &TelemetrySpec) -> Result<TelemetryId, FieldError> {
         spec.validate()?;
         check_supported(spec)?;
-        self.telemetries.push(Some(Installed {
-            spec: *spec,
+        let expected = Expected {
             table: vec![None; spec.entries as usize],
             expected: vec![0.0; spec.states as usize],
             swept: vec![0.0; spec.states as usize],
-        }));
-        Ok(TelemetryId(self.telemetries.len() - 1))
+        };
+        Ok(self.telemetries.install(*spec, expected))
     }
 
     fn unregister(&mut self, t: TelemetryId) -> Result<(), DriverError> {
-        self.installed(t)?;
-        self.telemetries[t.0] = None;
-        Ok(())
+        self.telemetries.remove(t).map(|_| ())
     }
 
     fn spec(&self, t: TelemetryId) -> Result<&TelemetrySpec, DriverError> {
-        Ok(&self.installed(t)?.spec)
+        Ok(self.telemetries.get(t)?.0)
     }
 
     fn set_translation(
@@ -246,35 +228,20 @@ impl MemTelemetry for StatNemo {
         key: u64,
         region_idx: u64,
     ) -> Result<(), DriverError> {
-        let installed = self.installed_mut(t)?;
-        let base = translation_base(&installed.spec, key, region_idx)?;
+        let (base, installed) = self.telemetries.with_translation(t, key, region_idx)?;
         installed.table[key as usize] = Some(base);
         Ok(())
     }
 
     fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
-        let installed = self.installed_mut(t)?;
-        let max = installed.spec.translation.primary.max();
-        if key > max {
-            return Err(DriverError::KeyOutsideMask { key, max });
-        }
+        let (_, installed) = self.telemetries.with_key(t, key)?;
         installed.table[key as usize] = None;
         Ok(())
     }
 
     fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
-        let installed = self
-            .telemetries
-            .get_mut(t.0)
-            .and_then(Option::as_mut)
-            .ok_or(DriverError::UnknownTelemetry(t))?;
-        let spec = installed.spec;
-        let Some(e) = installed.expected.get_mut(index as usize) else {
-            return Err(DriverError::IndexOutOfStates {
-                index,
-                states: spec.states as u64,
-            });
-        };
+        let (&spec, installed) = self.telemetries.with_index(t, index)?;
+        let e = &mut installed.expected[index as usize];
         // Random patterns' requests of `k` each: a Poisson number of them around the
         // expectation; sequential sweeps' requests are not random.
         let k = match spec.update.operand {
