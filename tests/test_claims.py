@@ -1,0 +1,130 @@
+"""The claims ledger (tierscope/studies/claims): the shipped claims load, the status rules
+and the key language by hand, the table's counts, and a measurement reused once done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tierscope.studies.claims import (
+    MEASURES,
+    PAPERS,
+    Claim,
+    LedgerError,
+    ledger,
+    load_claims,
+    render,
+    resolve,
+    rows_for,
+    status,
+)
+
+
+def claim(**kw: object) -> Claim:
+    base: dict[str, object] = {
+        "paper": "telescope",
+        "id": "T0",
+        "where": "Table 3",
+        "quantity": "precision",
+        "value": "0.92",
+        "setting": "5 TB",
+        "modelled": True,
+    }
+    base.update(kw)
+    return Claim(**base)  # type: ignore[arg-type]
+
+
+def test_the_shipped_claims_load_with_unique_ids_per_paper() -> None:
+    claims = load_claims()
+    assert {c.paper for c in claims} == set(PAPERS)
+    for paper in PAPERS:
+        ids = [c.id for c in claims if c.paper == paper]
+        prefix = ids[0][0]
+        assert all(i[0] == prefix for i in ids), paper
+        numbers = [int(i[1:]) for i in ids]
+        assert numbers == sorted(numbers), f"{paper}: ids out of paper order"
+    for c in claims:
+        assert c.modelled or c.why_not, f"{c.id}: not modelled without a reason"
+
+
+def test_statuses_by_hand() -> None:
+    c = claim(check={"paper": 0.92, "tolerance": 0.05, "than": 0.5})
+    assert status(c, 0.90) == "reproduced"
+    assert status(c, 0.97) == "reproduced"
+    assert status(c, 0.70) == "same direction"
+    assert status(c, 0.30) == "disagrees"
+    assert status(c, None) == "disagrees"
+    # A relative tolerance, a range, and no reference: outside is a disagreement.
+    c = claim(check={"paper": 200, "tolerance": "10%"})
+    assert status(c, 215) == "reproduced" and status(c, 225) == "disagrees"
+    c = claim(check={"paper": [5.6, 34.0], "tolerance": 0})
+    assert status(c, 20) == "reproduced" and status(c, 40) == "disagrees"
+    assert status(claim(modelled=False, why_not="no FPGA"), None) == "not modelled"
+
+
+def test_keys_select_rows_by_their_fields() -> None:
+    doc = {
+        "quality": [
+            {"experiment": "a", "monitor": "m1", "precision": 0.5},
+            {"experiment": "a", "monitor": "m2", "precision": 0.7},
+            {"experiment": "b", "monitor": "m1", "precision": 0.9},
+        ],
+        "wall_s": 12,
+    }
+    assert resolve(doc, "quality[experiment=a,monitor=m2].precision") == 0.7
+    assert resolve(doc, "quality[2].monitor") == "m1"
+    assert resolve(doc, "wall_s") == 12
+    with pytest.raises(KeyError, match="matches 2 rows"):
+        resolve(doc, "quality[experiment=a].precision")
+    with pytest.raises(KeyError):
+        resolve(doc, "missing")
+
+
+def test_rows_name_the_command_and_what_is_missing() -> None:
+    ok = claim(
+        id="T1",
+        measure="telescope",
+        key="quality[monitor=m].precision",
+        check={"paper": 0.9, "tolerance": 0.05},
+    )
+    no_command = claim(id="T2", check={"paper": 1.0})
+    bad_key = claim(id="T3", measure="telescope", key="nope", check={"paper": 1.0})
+    skipped = claim(id="T4", modelled=False, why_not="hardware")
+    doc = {"quality": [{"monitor": "m", "precision": 0.88}]}
+    rows, problems = rows_for([ok, no_command, bad_key, skipped], {"telescope": doc})
+    assert [r.status for r in rows] == ["reproduced", "disagrees", "disagrees", "not modelled"]
+    assert rows[0].ours == 0.88 and "tierscope repro telescope" in rows[0].command
+    assert any("T2" in p and "no command" in p for p in problems)
+    assert any("T3" in p and "nope" in p for p in problems)
+    text = render(rows)
+    assert "| telescope | 4 | 1 | 0 | 2 | 1 |" in text
+    assert "`tierscope repro telescope --out runs/claims/telescope`" in text
+
+
+def test_a_finished_measurement_is_reused(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def runner(argv: list[str]) -> int:
+        calls.append(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "repro.json").write_text(json.dumps({"rows": [1]}))
+        return 0
+
+    assert ledger.measure("cori", tmp_path, False, runner) == {"rows": [1]}
+    assert ledger.measure("cori", tmp_path, False, runner) == {"rows": [1]}
+    assert len(calls) == 1
+    assert calls[0][1:4] == ["-m", "tierscope", "repro"]
+
+    def failing(argv: list[str]) -> int:
+        return 3
+
+    with pytest.raises(LedgerError, match="failed"):
+        ledger.measure("telescope", tmp_path, False, failing)
+
+
+def test_every_measurement_is_a_tierscope_command() -> None:
+    for name, m in MEASURES.items():
+        assert m.command.startswith("tierscope ") and "DIR" in m.command, name
