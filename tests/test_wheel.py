@@ -132,6 +132,8 @@ def test_the_wheel_is_imported_with_its_experiments(installed: Installed) -> Non
         "import tierscope, tierscope.data\n"
         "print(tierscope.__file__)\n"
         "print(tierscope.data.experiments_dir())\n"
+        # A shipped experiment names its MASIM config relative to itself.
+        "tierscope.load_experiment(tierscope.data.experiment('default.toml'))\n"
     )
     module, experiments = (Path(line) for line in out.splitlines())
     assert module.is_relative_to(installed.venv), module
