@@ -9,5 +9,6 @@ load, sweeps, the tuner, the binding's NEMO use cases) and the shipped experimen
 - `cori`: the Cori paper's Figures 1, 3 and 5 on generated traces (`repro cori`);
 - `nemo`: the NEMO paper's three use cases and the SRAM a terabyte sweep needs (`repro
   nemo`);
-- `claims/`: data, each paper's claims beside ours (for a claims ledger).
+- `claims`: the claims ledger, each paper's quantitative claims as data and the rules
+  that give each its status beside ours (docs/CLAIMS.md).
 """
