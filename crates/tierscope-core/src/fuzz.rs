@@ -1,4 +1,4 @@
-//! Mutations of text inputs for the fuzz tests of every parser (`tests/fuzz.rs` of the
+//! Mutations of text inputs for the fuzz tests of every parser (`src/fuzz_tests.rs` of the
 //! core, experiment, tiering and cori crates; issue 28, item 5). The tests draw the
 //! operations with proptest, so a failure shrinks to few, small operations; applying them
 //! is here so that every crate mutates alike. Nothing here runs outside tests.

@@ -16,6 +16,8 @@ pub mod snapshot;
 pub mod tiers;
 pub mod units;
 pub mod workload;
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};

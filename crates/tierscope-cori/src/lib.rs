@@ -12,6 +12,8 @@ pub mod reuse;
 pub mod trace;
 pub mod tuner;
 pub mod workloads;
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use frequency::{candidate_periods, dominant_reuse};
 pub use model::{run, ModelConfig, Platform, RunStats, Scheduler};

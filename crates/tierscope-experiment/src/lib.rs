@@ -12,6 +12,8 @@ pub mod result;
 pub mod run;
 pub mod sweep;
 pub mod tiering_run;
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use config::{parse_experiment, ConfigError, Experiment, Format};
 pub use result::{MonitorRun, Progress, RunResult, Summary, WindowMetrics};

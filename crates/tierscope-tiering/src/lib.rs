@@ -6,6 +6,8 @@ pub mod migration;
 pub mod perf;
 pub mod policy;
 pub mod registry;
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use migration::{MigrationConfig, MigrationStats, Migrator, Move};
 pub use perf::{window_time, AppModel, WindowPerf};
