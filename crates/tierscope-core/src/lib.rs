@@ -7,6 +7,8 @@ pub mod cost;
 pub mod error;
 pub mod feed;
 pub mod fuzz;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod limits;
 pub mod machine;
 pub mod memtel;
@@ -16,8 +18,6 @@ pub mod snapshot;
 pub mod tiers;
 pub mod units;
 pub mod workload;
-#[cfg(test)]
-mod fuzz_tests;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};

@@ -7,13 +7,13 @@
 //! cori-sim, where we differ, and the tuning evaluation.
 
 pub mod frequency;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod model;
 pub mod reuse;
 pub mod trace;
 pub mod tuner;
 pub mod workloads;
-#[cfg(test)]
-mod fuzz_tests;
 
 pub use frequency::{candidate_periods, dominant_reuse};
 pub use model::{run, ModelConfig, Platform, RunStats, Scheduler};

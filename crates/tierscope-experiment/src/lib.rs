@@ -5,6 +5,8 @@ pub mod build;
 pub mod config;
 pub mod drive;
 pub mod evaluate;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod impact;
 pub mod nemo_thp;
 pub mod page_stats;
@@ -12,8 +14,6 @@ pub mod result;
 pub mod run;
 pub mod sweep;
 pub mod tiering_run;
-#[cfg(test)]
-mod fuzz_tests;
 
 pub use config::{parse_experiment, ConfigError, Experiment, Format};
 pub use result::{MonitorRun, Progress, RunResult, Summary, WindowMetrics};

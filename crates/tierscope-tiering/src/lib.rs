@@ -2,12 +2,12 @@
 //! carries them out on a machine's tiers with their costs, and the performance model turns
 //! per-tier traffic into application time (docs/TIERING.md).
 
+#[cfg(test)]
+mod fuzz_tests;
 pub mod migration;
 pub mod perf;
 pub mod policy;
 pub mod registry;
-#[cfg(test)]
-mod fuzz_tests;
 
 pub use migration::{MigrationConfig, MigrationStats, Migrator, Move};
 pub use perf::{window_time, AppModel, WindowPerf};
