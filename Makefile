@@ -49,7 +49,7 @@ musl:
 test: build browser musl
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace --release
+	cargo test --workspace --profile test-release
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require $(BIN)/pytest -q tests
 
