@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope import _core, cori, outdir
+from tierscope.studies import trends
 from tierscope.texttable import align
 
 #: Table I: the periods the literature uses, as the paper maps them to requests.
@@ -210,7 +211,8 @@ def main(
             for w, rs in figures.items():
                 plot_figure3(rs, staging / f"figure3-{w}.png")
             (staging / "repro.md").write_text(text + "\n")
-            doc = {"paper": PAPER, "rows": slim}
+            derived = trends.applied(trends.cori, slim, TABLE_I)
+            doc = {"paper": PAPER, "rows": slim, "derived": derived}
             (staging / "repro.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"\nwrote {out}/repro.md, repro.json, figure3-*.png")
     return 0

@@ -32,6 +32,7 @@ from tierscope.experiment import load_experiment
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult
 from tierscope.runner import run
+from tierscope.studies import trends
 from tierscope.texttable import align
 
 #: Where the experiment files live (shipped with the package: `tierscope.data`).
@@ -70,6 +71,7 @@ def hotset(duration_s: float | None) -> tuple[list[dict[str, Any]], RunResult]:
                 "to_half_s": _first(after, 0.5, shift_s),
                 "to_80_s": _first(after, 0.8, shift_s),
                 "cpu_percent": _cpu(p.summary, result.experiment.duration_ns),
+                "speedup_over_slow": p.summary.get("speedup_over_slow"),
             }
         )
     return rows, result
@@ -234,6 +236,7 @@ def main(out: Path, quick: bool = False, force: bool = False) -> dict[str, Any]:
             "noisy": _core.nemo_noisy_neighbour(duration_s=2.0 if quick else 10.0),
             "sram": sram_table(),
         }
+        report["derived"] = trends.applied(trends.nemo, report)
         text = render(report)
         with claim.stage() as staging:
             write_run_dir(hot_run, staging / "hotset")

@@ -137,13 +137,18 @@ def sweep(
     seeds: int,
     monitors: tuple[str, ...] = MONITORS,
     heap: int | None = None,
+    duration: str | None = None,
 ) -> dict[str, Any]:
     """The sweep of the experiment file `base` (the benchmark's paper file) over layouts
-    0..layouts-1 x seeds 1..seeds, every run with `monitors`; `heap` as in `layout`."""
+    0..layouts-1 x seeds 1..seeds, every run with `monitors` (and `duration` long when
+    given); `heap` as in `layout`."""
+    fixed: dict[str, Any] = {"monitors": [{"preset": m} for m in monitors]}
+    if duration is not None:
+        fixed["duration"] = duration
     return {
         "base": str(base.resolve()),
         "seeds": {"from": 1, "to": seeds},
-        "set": {"monitors": [{"preset": m} for m in monitors]},
+        "set": fixed,
         "axes": [
             {
                 "path": "workload.regions",
@@ -167,13 +172,14 @@ def run_layouts(
     executor: str = "local",
     jobs: int = 0,
     progress: bool = False,
+    duration: str | None = None,
 ) -> list[dict[str, Any]]:
     """Runs `sweep(...)` stored in `out` (resumable) and returns each run's monitor rows:
     layout, seed, monitor, precision, recall, cpu_percent."""
     from tierscope import load_sweep, run_sweep
 
     outcome = run_sweep(
-        sweep(base, bench, layouts, seeds, monitors, heap),
+        sweep(base, bench, layouts, seeds, monitors, heap, duration),
         out,
         executor=executor,
         jobs=jobs,

@@ -22,7 +22,7 @@ from typing import Any
 from tierscope.data import experiments_dir
 from tierscope.experiment import config_error
 from tierscope.outdir import Claim
-from tierscope.studies import robustness
+from tierscope.studies import robustness, trends
 from tierscope.studies import telescope_paper as paper
 from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
@@ -43,6 +43,9 @@ LAYOUTS = 10
 LAYOUT_SEEDS = 2
 #: repro's tables in its directory, beside the store.
 TABLES = ("repro.md", "repro.json")
+#: `quick`: every run this long (simulated), to check the pipeline (the claims ledger's
+#: quick variant); the numbers are not the documented ones.
+QUICK_DURATION = "3s"
 
 
 def _cell(v: float) -> str:
@@ -74,14 +77,25 @@ def rows_for(
                 "paper_gcycles": paper.TABLE2_GCYCLES.get((name, monitor)),
                 "bits_flipped": m["bits_cleared"],
                 "cpu_percent": m["cpu_percent"],
+                "app_slowdown": m.get("app_slowdown"),
             }
         )
     return quality, cost
 
 
-def seed_sweep(path: Path, seeds: Sequence[int], monitors: Sequence[str]) -> dict[str, Any]:
-    """The sweep of the experiment file at `path` over `seeds`, with only `monitors`."""
-    return {"base": str(path.resolve()), "seeds": list(seeds), "keep_monitors": list(monitors)}
+def seed_sweep(
+    path: Path, seeds: Sequence[int], monitors: Sequence[str], duration: str | None = None
+) -> dict[str, Any]:
+    """The sweep of the experiment file at `path` over `seeds`, with only `monitors`
+    (and every run `duration` long when given)."""
+    sweep: dict[str, Any] = {
+        "base": str(path.resolve()),
+        "seeds": list(seeds),
+        "keep_monitors": list(monitors),
+    }
+    if duration is not None:
+        sweep["set"] = {"duration": duration}
+    return sweep
 
 
 def seed_runs(
@@ -93,13 +107,14 @@ def seed_runs(
     executor: str = "local",
     jobs: int = 0,
     progress: bool = False,
+    duration: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Runs the experiment file at `path` once per seed with only `monitors`, as a sweep
     stored in `out` (resumable: seeds already stored there are not run again); per
     monitor, each seed's precision and recall."""
     from tierscope import load_sweep, run_sweep
 
-    sweep = seed_sweep(path, seeds, monitors)
+    sweep = seed_sweep(path, seeds, monitors, duration)
     name = f"{path} (seeds)"
     outcome = run_sweep(
         sweep, out, executor=executor, jobs=jobs, progress=progress, source_name=name
@@ -118,7 +133,8 @@ def seed_runs(
 
 def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Quality rows (as `rows_for`'s) with the means of `seed_runs`' values, the
-    experiment named `NAME seeds A-B`; the per-seed values are kept under `seeds`."""
+    experiment named `NAME seeds A-B` (and `base` NAME: only these rows have one); the
+    per-seed values are kept under `seeds`."""
     rows = []
     for monitor, runs in per_seed.items():
         seeds = [r["seed"] for r in runs]
@@ -126,6 +142,7 @@ def seed_mean_rows(name: str, per_seed: dict[str, list[dict[str, Any]]]) -> list
         rows.append(
             {
                 "experiment": f"{name} seeds {min(seeds)}-{max(seeds)}",
+                "base": name,
                 "monitor": monitor,
                 "precision": statistics.fmean(r["precision"] for r in runs),
                 "recall": statistics.fmean(r["recall"] for r in runs),
@@ -165,9 +182,15 @@ def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
     return align(q) + "\n\n" + align(c)
 
 
-def paper_sweep() -> dict[str, Any]:
-    """Every paper experiment, as one sweep over named bases (run ids `base=NAME`)."""
-    return {"bases": {n: str(PAPER_DIR / f"{n}.toml") for n in paper.EXPERIMENTS}}
+def paper_sweep(duration: str | None = None) -> dict[str, Any]:
+    """Every paper experiment, as one sweep over named bases (run ids `base=NAME`), every
+    run `duration` long when given."""
+    sweep: dict[str, Any] = {
+        "bases": {n: str(PAPER_DIR / f"{n}.toml") for n in paper.EXPERIMENTS}
+    }
+    if duration is not None:
+        sweep["set"] = {"duration": duration}
+    return sweep
 
 
 def main(
@@ -181,12 +204,14 @@ def main(
     executor: str = "local",
     jobs: int = 0,
     progress: bool = True,
+    quick: bool = False,
 ) -> int:
     """Reproduces the experiments named by `only` (default all of
     `telescope_paper.EXPERIMENTS`) into the store `out`; `layout_experiments` (default
     `robustness.DEFAULT_BENCHES`) also run over `layouts` x `layout_seeds`, the needle's
-    Telescope rows over seeds 1..`needle_seeds` (0: none). Bad names or counts raise
-    ConfigError naming the command-line flag."""
+    Telescope rows over seeds 1..`needle_seeds` (0: none); `quick`: every run
+    `QUICK_DURATION` long. Bad names or counts raise ConfigError naming the command-line
+    flag."""
     names = only or list(paper.EXPERIMENTS)
     unknown = [n for n in names if n not in paper.EXPERIMENTS]
     if unknown:
@@ -226,6 +251,7 @@ def main(
             executor=executor,
             jobs=jobs,
             progress=progress,
+            duration=QUICK_DURATION if quick else None,
         )
 
 
@@ -240,8 +266,9 @@ def _reproduce(
     executor: str,
     jobs: int,
     progress: bool,
+    duration: str | None,
 ) -> int:
-    """`main` into the store claimed by `claim`."""
+    """`main` into the store claimed by `claim`; every run `duration` long when given."""
     from tierscope import load, run_sweep
     from tierscope.plot import timeline
 
@@ -249,7 +276,7 @@ def _reproduce(
     # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
     # with the same DIR resumes it, on either executor.
     outcome = run_sweep(
-        paper_sweep(),
+        paper_sweep(duration),
         out,
         executor=executor,
         jobs=jobs,
@@ -286,6 +313,7 @@ def _reproduce(
                 executor=executor,
                 jobs=jobs,
                 progress=progress,
+                duration=duration,
             )
             quality += seed_mean_rows(n, per_seed)
             walls[f"{n} seeds 1-{needle_seeds}"] = time.monotonic() - t0
@@ -300,6 +328,7 @@ def _reproduce(
                 executor=executor,
                 jobs=jobs,
                 progress=progress,
+                duration=duration,
             )
             layout_runs[n] = {"distribution": robustness.distribution(runs), "runs": runs}
             walls[f"{n} layouts"] = time.monotonic() - t0
@@ -319,7 +348,13 @@ def _reproduce(
         (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
         (staging / "repro.json").write_text(
             json.dumps(
-                {"quality": quality, "cost": cost, "layouts": layout_runs, "wall_s": walls},
+                {
+                    "quality": quality,
+                    "cost": cost,
+                    "layouts": layout_runs,
+                    "derived": trends.applied(trends.telescope, quality, cost),
+                    "wall_s": walls,
+                },
                 indent=2,
             )
             + "\n",

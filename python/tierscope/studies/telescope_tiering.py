@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope.data import experiments_dir
+from tierscope.studies import trends
 from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
@@ -50,9 +51,21 @@ PAPER_IMPROVEMENT: dict[str, str] = {
 }
 
 
-def sweep() -> dict[str, Any]:
+#: `quick`: every run this long (simulated), with a 1 s warm-up, to check the pipeline
+#: (the claims ledger's quick variant); the numbers are not the documented ones.
+QUICK_DURATION = "6s"
+
+
+def sweep(quick: bool = False) -> dict[str, Any]:
     """Both experiments as one sweep over named bases (run ids `base=NAME`)."""
-    return {"bases": {n: str(TIERING_DIR / f"{n}.toml") for n in EXPERIMENTS}}
+    out: dict[str, Any] = {"bases": {n: str(TIERING_DIR / f"{n}.toml") for n in EXPERIMENTS}}
+    if quick:
+        out["set"] = {
+            "duration": QUICK_DURATION,
+            "warmup": "1s",
+            "workload.kv.duration": QUICK_DURATION,
+        }
+    return out
 
 
 def rows_for(name: str, metrics: dict[str, Any]) -> list[dict[str, Any]]:
@@ -122,7 +135,10 @@ def main(
     executor: str,
     jobs: int,
     progress: bool,
+    quick: bool = False,
 ) -> int:
+    """Runs the experiments named by `only` (default both) into the store `out` and
+    writes the tables; `quick`: every run `QUICK_DURATION` long."""
     from tierscope import load, run_sweep
     from tierscope.experiment import config_error
 
@@ -136,7 +152,7 @@ def main(
     # DIR (a sweep store, with the tables beside it) is claimed and locked throughout.
     with claim_store(out, adopt=("repro.md", "repro.json")) as claim:
         outcome = run_sweep(
-            sweep(),
+            sweep(quick),
             out,
             executor=executor,
             jobs=jobs,
@@ -158,7 +174,15 @@ def main(
         with claim.stage() as staging:
             (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
             (staging / "repro.json").write_text(
-                json.dumps({"rows": rows, "wall_s": outcome.run_wall_s}, indent=2) + "\n",
+                json.dumps(
+                    {
+                        "rows": rows,
+                        "derived": trends.applied(trends.tiering, rows),
+                        "wall_s": outcome.run_wall_s,
+                    },
+                    indent=2,
+                )
+                + "\n",
                 encoding="utf-8",
             )
     return 0
