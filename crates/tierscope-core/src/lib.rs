@@ -15,6 +15,8 @@ pub mod memtel;
 pub mod placement;
 pub mod rng;
 pub mod snapshot;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tiers;
 pub mod units;
 pub mod workload;

@@ -16,7 +16,5 @@ pub mod scan;
 pub mod shared;
 pub mod split_hint;
 pub mod telescope;
-#[cfg(test)]
-mod test_machine;
 
 pub use registry::{MonitorConfig, Truth};

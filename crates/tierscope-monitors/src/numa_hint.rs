@@ -247,13 +247,13 @@ impl Monitor for NumaHintMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_machine::Flat;
+    use tierscope_core::testing::FakeMachine;
     use tierscope_core::PageSize;
 
     #[test]
     fn reports_pages_touched_within_the_threshold_batch_by_batch() {
         // 64 pages, 16 per scan every 10 ms, read 5 ms after each scan.
-        let mut m = Flat::new(&[(0, 64 << 12, PageSize::Base4K)]);
+        let mut m = FakeMachine::new(&[(0, 64 << 12, PageSize::Base4K)]);
         let mut mon = NumaHintMonitor::new(NumaHintConfig {
             scan_size: Size(16 << 12),
             scan_period: Duration(10_000_000),

@@ -471,10 +471,9 @@ impl Monitor for PebsMonitor {
 mod tests {
     use super::*;
     use tierscope_core::rng::Rng;
+    use tierscope_core::testing::{FakeMachine, FakePmu};
     use tierscope_core::units::{Duration, Rate};
-    use tierscope_core::{
-        AddrRange, CostCounters, Flush, Level, Mapping, PageSize, Paging, Pmu, PmuEvent,
-    };
+    use tierscope_core::{AddrRange, Mapping, PageSize};
 
     const HEAP: AddrRange = AddrRange::new(1 << 30, 2 << 30);
 
@@ -483,80 +482,40 @@ mod tests {
     /// the heap's first `bins` 2 MiB bins). It counts down from the period exactly like the
     /// exact engine's counters.
     struct Stream {
-        maps: Vec<Mapping>,
         rate: u64,
         spread: Option<(u64, Rng)>,
         period: Option<u64>,
         left: u64,
         /// Events generated so far.
         events: u64,
-        now: Nanos,
-        cost: CostCounters,
     }
 
     impl Stream {
         fn new(rate: u64) -> Self {
             Stream {
-                maps: vec![Mapping {
-                    range: HEAP,
-                    page_size: PageSize::Base4K,
-                    name: "heap".into(),
-                }],
                 rate,
                 spread: None,
                 period: None,
                 left: 0,
                 events: 0,
-                now: 0,
-                cost: CostCounters::default(),
             }
         }
     }
 
-    impl Machine for Stream {
-        fn paging(&self) -> Paging {
-            Paging::FourLevel
-        }
-        fn now(&self) -> Nanos {
-            self.now
-        }
-        fn mappings(&self) -> &[Mapping] {
-            &self.maps
-        }
-        fn leaf_level(&mut self, _: u64) -> Option<Level> {
-            Some(Level::Pte)
-        }
-        fn accessed(&mut self, _: Level, _: u64) -> Option<bool> {
-            None
-        }
-        fn test_and_clear_accessed(&mut self, _: Level, _: u64) -> Option<bool> {
-            None
-        }
-        fn dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn flush(&mut self, _: Flush) {}
-        fn pmu(&mut self) -> Option<&mut dyn Pmu> {
-            Some(self)
-        }
-        fn cost(&self) -> &CostCounters {
-            &self.cost
-        }
-        fn cost_mut(&mut self) -> &mut CostCounters {
-            &mut self.cost
-        }
+    /// The heap mapped in 4 KiB pages, its PMU drawing from `stream`.
+    fn machine(stream: Stream) -> FakeMachine {
+        let mut m = FakeMachine::new(&[(HEAP.start, HEAP.end, PageSize::Base4K)]);
+        m.pmu = Some(Box::new(stream));
+        m
     }
 
-    impl Pmu for Stream {
-        fn program(&mut self, _: PmuEvent, period: Option<u64>) {
+    impl FakePmu for Stream {
+        fn program(&mut self, period: Option<u64>) {
             self.period = period;
             self.left = period.unwrap_or(0);
         }
-        fn drain(&mut self, out: &mut Vec<PmuSample>) {
-            let target = (self.now as u128 * self.rate as u128 / 1_000_000_000) as u64;
+        fn drain(&mut self, now: Nanos, out: &mut Vec<PmuSample>) {
+            let target = (now as u128 * self.rate as u128 / 1_000_000_000) as u64;
             let Some(p) = self.period else {
                 self.events = target;
                 return;
@@ -586,7 +545,7 @@ mod tests {
     }
 
     /// Runs the monitor until `until`; returns the samples kept and the snapshots.
-    fn run(p: &mut PebsMonitor, m: &mut Stream, until: Nanos) -> (u64, Vec<Snapshot>) {
+    fn run(p: &mut PebsMonitor, m: &mut FakeMachine, until: Nanos) -> (u64, Vec<Snapshot>) {
         let before = p.samples().0;
         let mut snaps = vec![];
         while p.next_wakeup() <= until {
@@ -600,7 +559,7 @@ mod tests {
 
     #[test]
     fn fixed_period_gives_rate_over_period_samples() {
-        let mut m = Stream::new(10_000_000);
+        let mut m = machine(Stream::new(10_000_000));
         let mut p = PebsMonitor::new(PebsConfig {
             period: Some(1_000),
             // Every sampled bin reported, so the snapshot accounts for every sample.
@@ -629,7 +588,7 @@ mod tests {
     #[test]
     fn frequency_mode_converges_to_the_requested_rate() {
         for hz in [5_000u64, 10_000] {
-            let mut m = Stream::new(10_000_000);
+            let mut m = machine(Stream::new(10_000_000));
             let mut p = PebsMonitor::new(PebsConfig {
                 frequency: Rate(hz),
                 ..PebsConfig::default()
@@ -650,7 +609,7 @@ mod tests {
 
     #[test]
     fn samples_beyond_max_per_tick_are_throttled() {
-        let mut m = Stream::new(10_000_000);
+        let mut m = machine(Stream::new(10_000_000));
         // 1 M samples/s wanted; the kernel allows 100,000/s = 100 per 1 ms tick.
         let mut p = PebsMonitor::new(PebsConfig {
             period: Some(10),
@@ -665,7 +624,7 @@ mod tests {
 
     #[test]
     fn slow_interrupts_lower_the_sample_rate() {
-        let mut m = Stream::new(10_000_000);
+        let mut m = machine(Stream::new(10_000_000));
         // 10 kHz of samples whose handling takes 50 us: 50% of the CPU, over the 25%
         // budget. The kernel settles at 250 us per tick / (1.25 x 50 us) = 4 per tick.
         let mut p = PebsMonitor::new(PebsConfig {
@@ -679,7 +638,7 @@ mod tests {
         let (kept, _) = run(&mut p, &mut m, 2 * S);
         assert!((3_900..=4_000).contains(&kept), "{kept}");
         // The same stream with fast interrupts is not throttled.
-        let mut m = Stream::new(10_000_000);
+        let mut m = machine(Stream::new(10_000_000));
         let mut p = PebsMonitor::new(PebsConfig {
             period: Some(1_000),
             ..PebsConfig::default()
@@ -696,8 +655,9 @@ mod tests {
         // least 3.4 standard deviations of the mean.
         const BINS: u64 = 512;
         for (k, want) in [(1, 0.8582), (2, 0.5812), (4, 0.1345)] {
-            let mut m = Stream::new(10_000_000);
-            m.spread = Some((BINS, Rng::new(k as u64)));
+            let mut stream = Stream::new(10_000_000);
+            stream.spread = Some((BINS, Rng::new(k as u64)));
+            let mut m = machine(stream);
             let mut p = PebsMonitor::new(PebsConfig {
                 period: Some(2_000),
                 hot_samples: k,
@@ -730,7 +690,7 @@ mod tests {
         let shift = p.cfg.bin.0.trailing_zeros();
         let b = HEAP.start >> shift;
         p.bins.extend([(b, 1), (b + 1, 2), (b + 2, 3)]);
-        let s = Stream::new(1_000_000);
+        let s = machine(Stream::new(1_000_000));
         let hot: Vec<(u64, u32)> = p
             .report(&s)
             .iter()
@@ -806,7 +766,7 @@ mod tests {
             for (b, n) in samples {
                 *p.bins.entry(base + b).or_insert(0) += n;
             }
-            let s = Stream::new(1_000_000);
+            let s = machine(Stream::new(1_000_000));
             let oracle = report_per_bin(&p.bins, s.mappings(), shift, hot_samples);
             proptest::prop_assert_eq!(p.report(&s), oracle);
         }

@@ -320,14 +320,14 @@ impl Monitor for PmlMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_machine::{Flat, FlatLog};
+    use tierscope_core::testing::{FakeLog, FakeMachine};
     use tierscope_core::PageSize;
 
     #[test]
     fn windows_report_written_blocks_and_classes_cool_down() {
         let base = 1u64 << 30;
-        let mut m = Flat::new(&[(base, base + (8 << 20), PageSize::Base4K)]);
-        m.log = Some(FlatLog::default());
+        let mut m = FakeMachine::new(&[(base, base + (8 << 20), PageSize::Base4K)]);
+        m.log = Some(FakeLog::default());
         let cfg = PmlConfig {
             hot_pages: 8.0,
             read_detection: true,

@@ -628,8 +628,8 @@ impl Monitor for PrunedWalkMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_machine::Flat;
     use std::collections::BTreeSet;
+    use tierscope_core::testing::FakeMachine;
     use tierscope_core::PageSize;
 
     const MIB2: u64 = 2 << 20;
@@ -652,8 +652,8 @@ mod tests {
     }
 
     /// A 4 GiB heap of 4 KiB pages, every page touched as the workload's start-up does.
-    fn heap() -> Flat {
-        let mut m = Flat::new(&[(BASE, BASE + 4 * GIB, PageSize::Base4K)]);
+    fn heap() -> FakeMachine {
+        let mut m = FakeMachine::new(&[(BASE, BASE + 4 * GIB, PageSize::Base4K)]);
         let pages: Vec<u64> = (0..4 * GIB / 4096).map(|p| BASE + p * 4096).collect();
         m.touch(&pages);
         m
@@ -664,7 +664,7 @@ mod tests {
     /// touched in it.
     fn window(
         mon: &mut PrunedWalkMonitor,
-        m: &mut Flat,
+        m: &mut FakeMachine,
         rng: &mut Rng,
         touches: impl Fn(u32, &mut Rng) -> Vec<u64>,
     ) -> (Snapshot, BTreeSet<u64>) {
@@ -787,7 +787,7 @@ mod tests {
                 }
             }
         };
-        let pmd_clears = |m: &Flat| -> u32 {
+        let pmd_clears = |m: &FakeMachine| -> u32 {
             m.clears
                 .iter()
                 .filter(|(&(l, va), _)| l == Level::Pmd && (pud(1)..pud(2)).contains(&va))

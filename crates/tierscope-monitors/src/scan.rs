@@ -326,7 +326,7 @@ impl Monitor for ScanMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_machine::Flat;
+    use tierscope_core::testing::FakeMachine;
     use tierscope_core::units::{Duration, Size};
     use tierscope_core::PageSize;
 
@@ -344,7 +344,7 @@ mod tests {
     }
 
     /// Wakes the monitor until it completes `passes` more passes; returns the snapshots.
-    fn run_passes(s: &mut ScanMonitor, m: &mut Flat, passes: u64) -> Vec<Snapshot> {
+    fn run_passes(s: &mut ScanMonitor, m: &mut FakeMachine, passes: u64) -> Vec<Snapshot> {
         let target = s.passes() + passes;
         let mut out = vec![];
         while s.passes() < target {
@@ -361,7 +361,7 @@ mod tests {
             (GIB, GIB + 64 * MIB, PageSize::Huge2M),
             (2 * GIB, 2 * GIB + 3 * MIB, PageSize::Base4K),
         ];
-        let mut m = Flat::new(&maps);
+        let mut m = FakeMachine::new(&maps);
         let leaves = m.leaves();
         assert_eq!(leaves.len(), 5 * 256 + 12 + 32 + 3 * 256);
         // Batches of 3 MiB cut through pages runs and across mappings.
@@ -391,7 +391,7 @@ mod tests {
             (4 * MIB, 8 * MIB, PageSize::Base4K),
             (GIB, GIB + 16 * MIB, PageSize::Huge2M),
         ];
-        let mut m = Flat::new(&maps);
+        let mut m = FakeMachine::new(&maps);
         // Every page was touched when the workload initialised it.
         m.accessed = m.leaves().into_iter().collect();
         let mut s = scan(256 * MIB);
@@ -427,7 +427,7 @@ mod tests {
     fn pass_time_grows_linearly_with_the_footprint() {
         let mut times = vec![];
         for gib in [1u64, 4] {
-            let mut m = Flat::new(&[(GIB, GIB + gib * GIB, PageSize::Base4K)]);
+            let mut m = FakeMachine::new(&[(GIB, GIB + gib * GIB, PageSize::Base4K)]);
             let mut s = ScanMonitor::new(
                 ScanConfig {
                     sleep: Duration(10_000_000),

@@ -661,7 +661,7 @@ fn overlay(regions: &[RegionReport], pages: &[RegionReport]) -> Vec<RegionReport
 mod tests {
     use super::*;
     use crate::region_monitor::RegionMonitor;
-    use crate::test_machine::Flat;
+    use tierscope_core::testing::FakeMachine;
     use tierscope_core::PageSize;
 
     const MIB: u64 = 1 << 20;
@@ -699,13 +699,13 @@ mod tests {
 
     /// A 4 KiB heap at `BASE` whose `hot` pages are accessed before every wake.
     struct Hot {
-        m: Flat,
+        m: FakeMachine,
         hot: Vec<u64>,
     }
 
     impl Hot {
         fn new(size: u64, hot: Vec<u64>) -> Self {
-            let m = Flat::new(&[(BASE, BASE + size, PageSize::Base4K)]);
+            let m = FakeMachine::new(&[(BASE, BASE + size, PageSize::Base4K)]);
             Hot { m, hot }
         }
     }

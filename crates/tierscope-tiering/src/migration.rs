@@ -306,83 +306,15 @@ fn clip(r: AddrRange, bounds: AddrRange, granule: u64) -> AddrRange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierscope_core::tiers::{TierSpec, TierTraffic, Tiers};
-    use tierscope_core::{CostCounters, Level, Mapping, Paging, Placement};
-
-    /// A machine that is only tiers: counts flushes, keeps the time it is set to.
-    struct TieredMachine {
-        specs: Vec<TierSpec>,
-        placement: Placement,
-        now: Nanos,
-        flushes: Vec<Flush>,
-        cost: CostCounters,
-        /// Split huge pages (block starts), when the heap is made of them.
-        huge: Option<std::collections::BTreeSet<u64>>,
-    }
-
-    impl Tiers for TieredMachine {
-        fn specs(&self) -> &[TierSpec] {
-            &self.specs
-        }
-        fn placement(&self) -> &Placement {
-            &self.placement
-        }
-        fn place(&mut self, r: AddrRange, tier: u8) -> u64 {
-            self.placement.set(r, tier)
-        }
-        fn take_traffic(&mut self, _: &mut [TierTraffic]) {}
-    }
-
-    impl Machine for TieredMachine {
-        fn paging(&self) -> Paging {
-            Paging::FourLevel
-        }
-        fn now(&self) -> Nanos {
-            self.now
-        }
-        fn mappings(&self) -> &[Mapping] {
-            &[]
-        }
-        fn leaf_level(&mut self, _: u64) -> Option<Level> {
-            None
-        }
-        fn accessed(&mut self, _: Level, _: u64) -> Option<bool> {
-            None
-        }
-        fn test_and_clear_accessed(&mut self, _: Level, _: u64) -> Option<bool> {
-            None
-        }
-        fn dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
-            None
-        }
-        fn flush(&mut self, what: Flush) {
-            self.flushes.push(what);
-        }
-        fn split_huge(&mut self, va: u64) -> bool {
-            self.huge.as_mut().is_some_and(|s| s.insert(va))
-        }
-        fn collapse_huge(&mut self, va: u64) -> bool {
-            self.huge.as_mut().is_some_and(|s| s.remove(&va))
-        }
-        fn tiers(&mut self) -> Option<&mut dyn Tiers> {
-            Some(self)
-        }
-        fn cost(&self) -> &CostCounters {
-            &self.cost
-        }
-        fn cost_mut(&mut self) -> &mut CostCounters {
-            &mut self.cost
-        }
-    }
+    use tierscope_core::testing::{FakeMachine, FakeTiers};
+    use tierscope_core::tiers::TierSpec;
+    use tierscope_core::Placement;
 
     const MIB: u64 = 1 << 20;
     const BASE: u64 = 1 << 40;
 
-    /// 64 MiB on the slow tier, a fast tier of `fast` bytes.
-    fn machine(fast: u64) -> TieredMachine {
+    /// A machine that is only tiers: 64 MiB on the slow tier, a fast tier of `fast` bytes.
+    fn machine(fast: u64) -> FakeMachine {
         let t = |capacity| TierSpec {
             name: "t".into(),
             capacity,
@@ -391,13 +323,12 @@ mod tests {
             queueing: 0.0,
             background: 0.0,
         };
-        TieredMachine {
-            specs: vec![t(fast), t(u64::MAX)],
-            placement: Placement::new(AddrRange::new(BASE, BASE + 64 * MIB), 1, 2),
-            now: 0,
-            flushes: vec![],
-            cost: CostCounters::default(),
-            huge: None,
+        FakeMachine {
+            tiers: Some(FakeTiers {
+                specs: vec![t(fast), t(u64::MAX)],
+                placement: Placement::new(AddrRange::new(BASE, BASE + 64 * MIB), 1, 2),
+            }),
+            ..FakeMachine::default()
         }
     }
 
@@ -458,7 +389,7 @@ mod tests {
         let mut mig = Migrator::new(config, 4096, 2);
         // The second move overlaps the first: only its new part is copied.
         assert_eq!(mig.apply(&mut m, &[up(0, 2), up(1, 3)]), 3 * MIB);
-        assert_eq!(m.placement.bytes_on(0), 3 * MIB);
+        assert_eq!(m.tiers.as_ref().unwrap().placement.bytes_on(0), 3 * MIB);
         assert_eq!(m.flushes.len(), 2, "one range flush per piece moved");
         let s = mig.stats;
         assert_eq!(
@@ -516,7 +447,11 @@ mod tests {
     fn free_placement_costs_nothing() {
         let mut m = machine(MIB);
         Migrator::place_free(&mut m, &[up(0, 8)]);
-        assert_eq!(m.placement.bytes_on(0), 8 * MIB, "no capacity check either");
+        assert_eq!(
+            m.tiers.as_ref().unwrap().placement.bytes_on(0),
+            8 * MIB,
+            "no capacity check either"
+        );
         assert!(m.flushes.is_empty());
     }
 }

@@ -1,19 +1,26 @@
-//! A test machine shared by the monitors' unit tests: flat per-entry ACCESSED bits that
-//! tests set directly, and a count of every test-and-clear.
+//! The one fake machine for unit tests of monitors and policies (feature `testing`, which
+//! the crates that test against it enable as a dev-dependency feature).
+//!
+//! Flat per-entry ACCESSED bits that tests set directly ([`FakeMachine::touch`]), a count
+//! of every test-and-clear, flushes recorded, and optional hardware as the engines offer
+//! it: a write log the test fills, a PMU whose samples a [`FakePmu`] draws, tiers with a
+//! placement, and huge pages that split and collapse.
 
-use std::collections::{HashMap, HashSet};
-use tierscope_core::{
-    AddrRange, CostCounters, Flush, Level, Machine, Mapping, Nanos, PageSize, Paging, WriteLog,
+use crate::tiers::{TierSpec, TierTraffic, Tiers};
+use crate::{
+    AddrRange, CostCounters, Flush, Level, Machine, Mapping, Nanos, PageSize, Paging, Placement,
+    Pmu, PmuEvent, PmuSample, WriteLog,
 };
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A write log the test fills by hand.
 #[derive(Default)]
-pub struct FlatLog {
+pub struct FakeLog {
     pub written: Vec<u64>,
     pub tables: Vec<AddrRange>,
 }
 
-impl WriteLog for FlatLog {
+impl WriteLog for FakeLog {
     fn drain_written(&mut self, out: &mut Vec<u64>) {
         out.append(&mut self.written);
     }
@@ -22,20 +29,52 @@ impl WriteLog for FlatLog {
     }
 }
 
-/// A machine with flat per-entry bits that records every test-and-clear.
-pub struct Flat {
+/// A PMU's sample source: it is programmed like the engines' PMUs and drains the samples
+/// up to the machine's time.
+pub trait FakePmu {
+    fn program(&mut self, period: Option<u64>);
+    fn drain(&mut self, now: Nanos, out: &mut Vec<PmuSample>);
+}
+
+/// Tiers with a placement and no traffic.
+pub struct FakeTiers {
+    pub specs: Vec<TierSpec>,
+    pub placement: Placement,
+}
+
+impl Tiers for FakeTiers {
+    fn specs(&self) -> &[TierSpec] {
+        &self.specs
+    }
+    fn placement(&self) -> &Placement {
+        &self.placement
+    }
+    fn place(&mut self, r: AddrRange, tier: u8) -> u64 {
+        self.placement.set(r, tier)
+    }
+    fn take_traffic(&mut self, _: &mut [TierTraffic]) {}
+}
+
+#[derive(Default)]
+pub struct FakeMachine {
     pub maps: Vec<Mapping>,
     pub accessed: HashSet<(Level, u64)>,
+    /// Test-and-clears per entry.
     pub clears: HashMap<(Level, u64), u32>,
     pub now: Nanos,
     pub cost: CostCounters,
-    /// The machine's write log, when a test gives it one.
-    pub log: Option<FlatLog>,
+    pub flushes: Vec<Flush>,
+    pub log: Option<FakeLog>,
+    pub pmu: Option<Box<dyn FakePmu>>,
+    pub tiers: Option<FakeTiers>,
+    /// Split huge pages (block starts), when the heap is made of them.
+    pub huge: Option<BTreeSet<u64>>,
 }
 
-impl Flat {
+impl FakeMachine {
+    /// A machine mapping `maps` (start, end, page size).
     pub fn new(maps: &[(u64, u64, PageSize)]) -> Self {
-        Flat {
+        FakeMachine {
             maps: maps
                 .iter()
                 .map(|&(s, e, p)| Mapping {
@@ -44,11 +83,7 @@ impl Flat {
                     name: "m".into(),
                 })
                 .collect(),
-            accessed: HashSet::new(),
-            clears: HashMap::new(),
-            now: 0,
-            cost: CostCounters::default(),
-            log: None,
+            ..FakeMachine::default()
         }
     }
 
@@ -66,6 +101,7 @@ impl Flat {
         }
     }
 
+    /// Every leaf entry of the mappings.
     pub fn leaves(&self) -> Vec<(Level, u64)> {
         let mut out = vec![];
         for m in &self.maps {
@@ -80,7 +116,7 @@ impl Flat {
     }
 }
 
-impl Machine for Flat {
+impl Machine for FakeMachine {
     fn paging(&self) -> Paging {
         Paging::FourLevel
     }
@@ -117,14 +153,46 @@ impl Machine for Flat {
     fn test_and_clear_dirty(&mut self, _: u64) -> Option<bool> {
         None
     }
-    fn flush(&mut self, _: Flush) {}
+    fn flush(&mut self, what: Flush) {
+        self.flushes.push(what);
+    }
+    fn split_huge(&mut self, va: u64) -> bool {
+        self.huge.as_mut().is_some_and(|s| s.insert(va))
+    }
+    fn collapse_huge(&mut self, va: u64) -> bool {
+        self.huge.as_mut().is_some_and(|s| s.remove(&va))
+    }
     fn write_log(&mut self) -> Option<&mut dyn WriteLog> {
         self.log.as_mut().map(|l| l as &mut dyn WriteLog)
+    }
+    fn pmu(&mut self) -> Option<&mut dyn Pmu> {
+        if self.pmu.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+    fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+        self.tiers.as_mut().map(|t| t as &mut dyn Tiers)
     }
     fn cost(&self) -> &CostCounters {
         &self.cost
     }
     fn cost_mut(&mut self) -> &mut CostCounters {
         &mut self.cost
+    }
+}
+
+impl Pmu for FakeMachine {
+    fn program(&mut self, _: PmuEvent, period: Option<u64>) {
+        if let Some(p) = &mut self.pmu {
+            p.program(period);
+        }
+    }
+    fn drain(&mut self, out: &mut Vec<PmuSample>) {
+        let now = self.now;
+        if let Some(p) = &mut self.pmu {
+            p.drain(now, out);
+        }
     }
 }
