@@ -4,12 +4,21 @@
 //! not say how room is made when the fast tier is full; we demote the regions the same
 //! snapshot reports coldest (fewest accesses, then oldest), only as much as the
 //! promotions need (docs/TIERING.md).
+//!
+//! "Subsequent profiling windows split larger hot regions, and hence they are eventually
+//! migrated" (§6.3.2). A monitor's regions split on differences in access, so a uniformly
+//! hot range stays one region and would be skipped for ever; with `split_large` (the
+//! default) the rule does the splitting the paper relies on: a hot region of `max_region`
+//! or more, reported with the same bounds window after window, is cut in two more halves
+//! each window it stays hot (2, 4, 8, ... pieces, on 4 KiB boundaries), and its pieces
+//! below `max_region` are candidates like any hot region.
 
 use super::{due_if, promote_with_room, Policy, View};
+use std::collections::HashMap;
 use crate::migration::Move;
 use tierscope_core::units::Size;
 use crate::registry::{PolicyContext, PolicyTechnique};
-use tierscope_core::{FeedKind, PolicyInput, FieldError, Nanos, Snapshot};
+use tierscope_core::{FeedKind, FieldError, Nanos, PolicyInput, RegionReport, Snapshot};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -20,6 +29,9 @@ pub struct TelescopeRuleConfig {
     pub max_region: Size,
     /// Bytes promoted per window at most.
     pub max_per_window: Size,
+    /// Split a hot region of `max_region` or more in later windows until its pieces can
+    /// be migrated (the paper's §6.3.2); false skips it for as long as it is reported.
+    pub split_large: bool,
 }
 
 impl Default for TelescopeRuleConfig {
@@ -28,6 +40,7 @@ impl Default for TelescopeRuleConfig {
             min_count: 5,
             max_region: Size(4_000_000_000),
             max_per_window: Size(10_000_000_000),
+            split_large: true,
         }
     }
 }
@@ -58,6 +71,7 @@ impl PolicyTechnique for TelescopeRuleConfig {
         Box::new(TelescopeRule {
             config: self.clone(),
             pending: None,
+            halvings: HashMap::new(),
         })
     }
 }
@@ -65,6 +79,25 @@ impl PolicyTechnique for TelescopeRuleConfig {
 pub struct TelescopeRule {
     config: TelescopeRuleConfig,
     pending: Option<Snapshot>,
+    /// Large hot regions by their bounds: the windows in a row they were hot (the halvings
+    /// so far). A region the monitor reports with other bounds starts again.
+    halvings: HashMap<(u64, u64), u32>,
+}
+
+/// `r` cut into 2^`halvings` pieces on 4 KiB boundaries (fewer when it is small), each
+/// with `r`'s count.
+fn pieces(r: &RegionReport, halvings: u32, out: &mut Vec<RegionReport>) {
+    let pages = (r.end - r.start) / 4096;
+    let n = (1u64 << halvings.min(40)).min(pages.max(1));
+    for i in 0..n {
+        let start = r.start + pages * i / n * 4096;
+        let end = if i + 1 == n {
+            r.end
+        } else {
+            r.start + pages * (i + 1) / n * 4096
+        };
+        out.push(RegionReport { start, end, ..*r });
+    }
 }
 
 impl Policy for TelescopeRule {
@@ -87,6 +120,29 @@ impl Policy for TelescopeRule {
             .filter(|r| r.nr_accesses > c.min_count && r.end - r.start < c.max_region.0)
             .copied()
             .collect();
+        if c.split_large {
+            // Each large hot region seen again with the same bounds is halved once more;
+            // the pieces small enough join the candidates.
+            let mut seen = HashMap::new();
+            for r in s.regions.iter().filter(|r| {
+                r.nr_accesses > c.min_count && r.end - r.start >= c.max_region.0
+            }) {
+                let k = self.halvings.get(&(r.start, r.end)).copied().unwrap_or(0) + 1;
+                seen.insert((r.start, r.end), k);
+                let before = hot.len();
+                pieces(r, k, &mut hot);
+                let small = |p: &RegionReport| p.end - p.start < c.max_region.0;
+                let mut i = before;
+                while i < hot.len() {
+                    if small(&hot[i]) {
+                        i += 1;
+                    } else {
+                        hot.swap_remove(i);
+                    }
+                }
+            }
+            self.halvings = seen;
+        }
         hot.sort_by(|a, b| {
             b.nr_accesses
                 .cmp(&a.nr_accesses)
@@ -151,6 +207,7 @@ mod tests {
         };
         let mut rule = TelescopeRuleConfig {
             max_region: Size(32 << 20),
+            split_large: false,
             ..Default::default()
         }
         .policy(&PolicyContext::for_tests());
@@ -186,5 +243,53 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_large_hot_region_is_halved_each_window_until_its_pieces_move() {
+        let base = 1u64 << 40;
+        let heap = AddrRange::new(base, base + (64 << 20));
+        let placement = Placement::new(heap, 1, 2);
+        let tiers = tiers(64 << 20);
+        let view = View {
+            now: 0,
+            tiers: &tiers,
+            placement: &placement,
+            latency_ns: &[1.0, 1.0],
+        };
+        let config = TelescopeRuleConfig {
+            max_region: Size(10 << 20),
+            ..Default::default()
+        };
+        let mut rule = config.policy(&PolicyContext::for_tests());
+        let window = |rule: &mut Box<dyn Policy>, regions: Vec<RegionReport>| {
+            rule.observe(&Snapshot {
+                start: 0,
+                end: 1,
+                regions,
+            });
+            let mut out = vec![];
+            rule.act(&view, &mut out);
+            out
+        };
+        // A uniformly hot 32 MiB region: halves of 16 MiB are too large, quarters of 8 MiB
+        // are not: nothing moves in the first window, the quarters in the second.
+        let hot = || vec![region(base, 32, 9), region(base + (32 << 20), 32, 0)];
+        assert!(window(&mut rule, hot()).is_empty());
+        let out = window(&mut rule, hot());
+        assert_eq!(out.len(), 4, "{out:?}");
+        assert!(out.iter().all(|m| m.to == 0 && m.range.len() == 8 << 20));
+        // Reported with other bounds, the count starts again.
+        assert!(window(&mut rule, vec![region(base, 24, 9), region(base + (24 << 20), 40, 0)])
+            .is_empty());
+        // Without split_large it is never moved.
+        let mut skip = TelescopeRuleConfig {
+            split_large: false,
+            ..config
+        }
+        .policy(&PolicyContext::for_tests());
+        for _ in 0..5 {
+            assert!(window(&mut skip, hot()).is_empty());
+        }
     }
 }
