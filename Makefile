@@ -60,3 +60,11 @@ RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g 
 results: build
 	for e in $(RESULTS); do $(BIN)/tierscope run --quiet --force experiments/$$e.toml --out runs/$$e || exit 1; done
 	$(BIN)/python scripts/results_table.py $(addprefix runs/,$(RESULTS))
+
+# The claims ledger (docs/CLAIMS.md, issue 25): `tierscope repro claims` runs every
+# measurement the claims name into runs/claims (resumed: a finished one is reused), then
+# its CLAIMS.md is copied into docs/ when no claim has a problem.
+.PHONY: claims
+claims: build musl
+	nice $(BIN)/tierscope repro claims --out runs/claims
+	cp runs/claims/CLAIMS.md docs/CLAIMS.md

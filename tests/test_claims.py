@@ -1,13 +1,20 @@
-"""The claims ledger (tierscope/studies/claims): the shipped claims load, the status rules
-and the key language by hand, the table's counts, and a measurement reused once done."""
+"""The claims ledger (tierscope/studies/claims): the shipped claims load and are complete,
+the status rules and the key language by hand, the table's counts, a measurement reused
+once done, and `tierscope repro claims --quick` through the CLI (every row with a command
+or a reason; skipped where KVM or musl-gcc is missing, which repro vmmload needs)."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
+from tierscope import _core
 from tierscope.studies.claims import (
     MEASURES,
     PAPERS,
@@ -64,6 +71,32 @@ def test_statuses_by_hand() -> None:
     assert status(claim(modelled=False, why_not="no FPGA"), None) == "not modelled"
 
 
+def test_every_modelled_shipped_claim_names_a_command_a_key_and_a_check() -> None:
+    problems = [p for c in load_claims() for p in c.problems()]
+    assert problems == []
+
+
+def test_keys_take_quoted_values_and_the_least_greatest_or_mean_of_keys() -> None:
+    doc = {"rows": [{"t": "NEMO (a, b)", "v": 1.0}, {"t": "MBM 1 ms", "v": 3.0}], "n": None}
+    assert resolve(doc, 'rows[t="NEMO (a, b)"].v') == 1.0
+    assert resolve(doc, "rows[t=MBM 1 ms].v") == 3.0
+    both = 'rows[t="NEMO (a, b)"].v, rows[t=MBM 1 ms].v'
+    assert resolve(doc, f"min({both})") == 1.0
+    assert resolve(doc, f"max({both}, n)") == 3.0
+    assert resolve(doc, f"mean({both})") == 2.0
+    assert resolve(doc, "min(n, n)") is None
+
+
+def test_one_sided_claims_need_an_absolute_tolerance() -> None:
+    c = claim(measure="telescope", key="k", check={"paper": [1.1, float("inf")], "tolerance": 0})
+    assert c.problems() == []
+    assert status(c, 2.0) == "reproduced" and status(c, 1.05) == "disagrees"
+    c.check["than"] = 1.0
+    assert status(c, 1.05) == "same direction"
+    c.check["tolerance"] = "10%"
+    assert any("absolute tolerance" in p for p in c.problems())
+
+
 def test_keys_select_rows_by_their_fields() -> None:
     doc = {
         "quality": [
@@ -99,8 +132,8 @@ def test_rows_name_the_command_and_what_is_missing() -> None:
     assert any("T2" in p and "no command" in p for p in problems)
     assert any("T3" in p and "nope" in p for p in problems)
     text = render(rows)
-    assert "| telescope | 4 | 1 | 0 | 2 | 1 |" in text
-    assert "`tierscope repro telescope --out runs/claims/telescope`" in text
+    assert "| telescope | 4 | 1 (25 %) | 0 (0 %) | 2 (50 %) | 1 (25 %) |" in text
+    assert "`tierscope repro telescope --out runs/claims/telescope --quiet`" in text
 
 
 def test_a_finished_measurement_is_reused(tmp_path: Path) -> None:
@@ -128,3 +161,34 @@ def test_a_finished_measurement_is_reused(tmp_path: Path) -> None:
 def test_every_measurement_is_a_tierscope_command() -> None:
     for name, m in MEASURES.items():
         assert m.command.startswith("tierscope ") and "DIR" in m.command, name
+
+
+KVM_REASON = _core.kvm_unavailable()
+
+
+@pytest.mark.skipif(KVM_REASON is not None, reason=f"KVM: {KVM_REASON}")
+@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-gcc is missing (make musl)")
+def test_repro_claims_quick_through_the_cli(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    r = run_cli("repro", "claims", "--quick", "--out", tmp_path / "claims", cwd=tmp_path)
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = [line for line in r.stdout.splitlines() if line.startswith("claims: ")]
+    assert len(counts) == 1, r.stdout[-2000:]
+    for paper in PAPERS:
+        assert re.search(rf"\b{paper} \d+: \d+ reproduced, \d+ same direction, ", counts[0])
+    text = (tmp_path / "claims" / "CLAIMS.md").read_text()
+    rows = [line for line in text.splitlines() if re.match(r"^\| [TCNV]\d+ \|", line)]
+    assert len(rows) == len(load_claims())
+    for row in rows:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        status_cell, how = cells[6], cells[7]
+        if status_cell == "not modelled":
+            assert how, row
+        else:
+            assert "`tierscope " in how, row
+    doc = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    assert doc["quick"] is True and doc["problems"] == []
+    # Nothing outside --out: the quick ledger never writes docs/.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims"]
+    print(f"repro claims --quick: {wall:.0f} s wall")

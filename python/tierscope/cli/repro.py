@@ -5,6 +5,12 @@ stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/. `tierscope repro 
 shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/CORI.md).
 `tierscope repro nemo`: the NEMO paper's three use cases (hot-set recovery, THP split
 candidates, noisy neighbour) and the SRAM a terabyte sweep needs (docs/NEMO.md).
+`tierscope repro vmmload`: the vmmload paper's Figure 3 (real programs natively and in the
+micro-VM; needs the source tree, musl-gcc and /dev/kvm). `tierscope repro claims`: every
+quantitative claim of the papers beside ours, with a status (the claims ledger,
+docs/CLAIMS.md): runs the measurements the claims name (each a repro above, resumed when
+already in DIR/NAME), writes DIR/CLAIMS.md and DIR/claims.json, prints the counts per
+paper and status, and exits 1 naming each claim without a command, a key or a check.
 
 The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
 --executor local or ray; stopped, a rerun with the same DIR resumes it). For each
@@ -40,8 +46,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tierscope.studies import cori, nemo, robustness, telescope, telescope_tiering
+from tierscope.studies import cori, nemo, robustness, telescope, telescope_tiering, vmmload
 from tierscope.studies import telescope_paper as paper
+from tierscope.studies.claims import ledger
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,10 +60,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "paper",
-        choices=["telescope", "telescope-tiering", "cori", "nemo"],
+        choices=["telescope", "telescope-tiering", "cori", "nemo", "vmmload", "claims"],
         help="which paper: telescope (section 6.2), telescope-tiering (section 6.3), nemo "
-        "(section 5's use cases) or cori "
-        "(Figures 1, 3, 5 on generated traces: --seeds)",
+        "(section 5's use cases), cori "
+        "(Figures 1, 3, 5 on generated traces: --seeds), vmmload (Figure 3), or claims "
+        "(every paper's claims beside ours: docs/CLAIMS.md)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
     p.add_argument(
@@ -123,8 +131,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="nemo: short runs (hot set 60 s, THP 20 s, noisy neighbour 2 s) to check the "
-        "pipeline; the numbers are not the documented ones",
+        help="nemo: short runs (hot set 60 s, THP 20 s, noisy neighbour 2 s); telescope, "
+        "telescope-tiering: every run 3 s / 6 s; vmmload: one pair of small runs per case; "
+        "claims: the measurements' quick variants. To check the pipeline: the numbers are "
+        "not the documented ones",
+    )
+    p.add_argument(
+        "--paper",
+        action="append",
+        dest="paper_only",
+        choices=ledger.PAPERS,
+        help="claims: only this paper's claims (repeatable; default all)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main)
@@ -132,7 +149,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Runs the study named by `args.paper` (tierscope.studies) into --out."""
+    if args.paper == "claims":
+        return ledger.main(args.out, quick=args.quick, papers=args.paper_only)
     out = Path(args.out if args.out is not None else f"runs/repro-{args.paper}")
+    if args.paper == "vmmload":
+        return vmmload.main(out, quick=args.quick, force=args.force)
     if args.paper == "cori":
         return cori.main(out, seeds=range(1, max(1, args.seeds) + 1), force=args.force)
     if args.paper == "nemo":
@@ -145,6 +166,7 @@ def main(args: argparse.Namespace) -> int:
             executor=args.executor,
             jobs=args.threads,
             progress=not args.quiet,
+            quick=args.quick,
         )
     return telescope.main(
         out,
@@ -156,4 +178,5 @@ def main(args: argparse.Namespace) -> int:
         executor=args.executor,
         jobs=args.threads,
         progress=not args.quiet,
+        quick=args.quick,
     )
