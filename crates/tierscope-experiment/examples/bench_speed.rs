@@ -81,13 +81,17 @@ fn thread_cpu() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-/// Runs one case; returns (CPU seconds, wall seconds, summary line).
-fn run(monitor: &str, policy: &str, terabytes: u64, duration: &str) -> (f64, f64, String) {
+/// Runs one case; returns (CPU seconds, wall seconds, summary line), or why the case
+/// cannot run (NEMO's translation table covers at most 2 TiB).
+fn run(
+    monitor: &str,
+    policy: &str,
+    terabytes: u64,
+    duration: &str,
+) -> Result<(f64, f64, String), String> {
     let text = experiment(monitor, policy, terabytes, duration);
-    let exp = parse_experiment(&text, "bench", Path::new("."), Format::Toml).unwrap_or_else(|e| {
-        eprintln!("{e}");
-        std::process::exit(2)
-    });
+    let exp = parse_experiment(&text, "bench", Path::new("."), Format::Toml)
+        .map_err(|e| e.to_string())?;
     let job = jobs(&exp)[0];
     let progress = Progress::for_experiment(&exp);
     let (c0, t0) = (thread_cpu(), Instant::now());
@@ -99,7 +103,7 @@ fn run(monitor: &str, policy: &str, terabytes: u64, duration: &str) -> (f64, f64
         r.summary.speedup_over_slow,
         r.migration.promoted_bytes as f64 / 1e9
     );
-    (cpu, wall, line)
+    Ok((cpu, wall, line))
 }
 
 fn terabytes(size: &str) -> u64 {
@@ -121,7 +125,11 @@ fn main() {
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or(default.into());
     if args.first().map(String::as_str) == Some("one") {
         let (monitor, policy, size, duration) = (arg(1, ""), arg(2, ""), arg(3, ""), arg(4, ""));
-        let (cpu, wall, line) = run(&monitor, &policy, terabytes(&size), &duration);
+        let (cpu, wall, line) =
+            run(&monitor, &policy, terabytes(&size), &duration).unwrap_or_else(|e| {
+                eprintln!("{e}");
+                std::process::exit(2)
+            });
         println!(
             "{line}; {size}, {duration} simulated: {cpu:.2} s CPU, {wall:.2} s wall, {:.1} simulated s per CPU s",
             seconds(&duration) / cpu
@@ -146,11 +154,21 @@ fn main() {
             print!("| {monitor} | {policy} | {size} |");
             let mut cpus = vec![];
             for d in &durations {
-                let (cpu, _, _) = run(monitor, policy, terabytes(size), d);
-                print!(" {:.0} |", seconds(d) / cpu);
-                cpus.push(cpu);
+                match run(monitor, policy, terabytes(size), d) {
+                    Ok((cpu, _, _)) => {
+                        print!(" {:.0} |", seconds(d) / cpu);
+                        cpus.push(cpu);
+                    }
+                    Err(e) => {
+                        print!(" - |");
+                        eprintln!("{monitor} at {size}: {e}");
+                    }
+                }
                 use std::io::Write;
                 std::io::stdout().flush().ok();
+            }
+            if cpus.len() < durations.len() {
+                cpus.clear();
             }
             let g = match cpus.as_slice() {
                 [.., a, b] => format!("{:.2}", b / a),

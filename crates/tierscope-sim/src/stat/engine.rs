@@ -183,15 +183,20 @@ impl StatEngine {
         use std::collections::hash_map::Entry;
         let k = key(bit, level, va);
         // One probe of the table: the entry is read, then updated or removed in place.
-        let mut slot = match self.entries.cleared.entry(k) {
-            Entry::Occupied(o) => o,
-            Entry::Vacant(_) => {
-                if self.is_dead(level, va) {
-                    let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
-                    return (!self.entries.dead_is_clear(k, u), true);
-                }
-                return (true, false);
+        let slot = if self.entries.maybe_cleared(k) {
+            match self.entries.cleared.entry(k) {
+                Entry::Occupied(o) => Some(o),
+                Entry::Vacant(_) => None,
             }
+        } else {
+            None
+        };
+        let Some(mut slot) = slot else {
+            if self.is_dead(level, va) {
+                let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
+                return (!self.entries.dead_is_clear(k, u), true);
+            }
+            return (true, false);
         };
         let c = *slot.get();
         let span_start = level.align_down(va);
@@ -250,14 +255,23 @@ impl StatEngine {
             self.entries.clear_dead(k);
             return;
         }
-        let c = self.entries.cleared.entry(k).or_insert(Cleared {
-            since: self.now,
-            seq: self.seq,
-            fresh: 0,
-        });
-        // A still-clear entry keeps the freshness `read` just brought up to date.
-        c.since = self.now;
-        c.seq = self.seq;
+        use std::collections::hash_map::Entry;
+        match self.entries.cleared.entry(k) {
+            Entry::Occupied(mut o) => {
+                // A still-clear entry keeps the freshness `read` just brought up to date.
+                let c = o.get_mut();
+                c.since = self.now;
+                c.seq = self.seq;
+            }
+            Entry::Vacant(v) => {
+                v.insert(Cleared {
+                    since: self.now,
+                    seq: self.seq,
+                    fresh: 0,
+                });
+                self.entries.note_cleared(k);
+            }
+        }
     }
 
     fn update_stats(&mut self, until: u64) {

@@ -78,9 +78,82 @@ pub const RECENT_DEAD: usize = 1 << 20;
 /// log2 of the chunk the older dead entries are counted in.
 const CHUNK_SHIFT: u32 = 30;
 
+/// Most bits of a [`KeyFilter`] (2 MiB of them: they stay in the host's L2 or L3 cache
+/// where the tables they guard, tens of MiB read at random, miss it).
+const FILTER_BITS: usize = 1 << 24;
+/// Fewest bits (8 KiB).
+const FILTER_MIN_BITS: usize = 1 << 16;
+
+/// A one-sided filter in front of a hash table of keys: a clear bit means the key is not
+/// in the table, so the probe, a cache miss in a large table, is skipped. Every key added
+/// to the table sets its bit; removals leave it set, so the bits are rebuilt from the
+/// table's keys (16 bits per key, from 8 KiB to 2 MiB) once as many keys were added as an
+/// eighth of the bits (a cost linear in the table, paid once per that many additions).
+/// A monitor that picks a random new entry every time, as DAMON does, then asks the
+/// table only about entries it holds.
+#[derive(Debug, Default)]
+pub struct KeyFilter {
+    words: Vec<u64>,
+    /// log2 of the number of bits.
+    log_bits: u32,
+    /// Keys added since the last rebuild.
+    added: usize,
+}
+
+impl KeyFilter {
+    fn bit(&self, key: u64) -> usize {
+        (mix64(key ^ 0x6a09_e667_f3bc_c908) >> (64 - self.log_bits)) as usize
+    }
+
+    /// False when `key` was never added since the last rebuild and is not in the table.
+    pub fn may_contain(&self, key: u64) -> bool {
+        if self.words.is_empty() {
+            return false;
+        }
+        let b = self.bit(key);
+        self.words[b >> 6] >> (b & 63) & 1 != 0
+    }
+
+    fn set(&mut self, key: u64) {
+        let b = self.bit(key);
+        self.words[b >> 6] |= 1 << (b & 63);
+    }
+
+    /// Records a key added to the table; true when the table should rebuild the filter.
+    fn add(&mut self, key: u64) -> bool {
+        if self.words.is_empty() {
+            self.resize(FILTER_MIN_BITS);
+        }
+        self.set(key);
+        self.added += 1;
+        self.added >= self.words.len() * 64 / 8
+    }
+
+    fn resize(&mut self, bits: usize) {
+        self.words.clear();
+        self.words.resize(bits / 64, 0);
+        self.log_bits = bits.trailing_zeros();
+    }
+
+    /// The filter of exactly `keys`, `len` of them.
+    fn rebuild(&mut self, len: usize, keys: impl Iterator<Item = u64>) {
+        let bits = (len * 16)
+            .next_power_of_two()
+            .clamp(FILTER_MIN_BITS, FILTER_BITS);
+        self.resize(bits);
+        self.added = 0;
+        for k in keys {
+            self.set(k);
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct EntryStore {
     pub cleared: FastMap<u64, Cleared>,
+    /// Guards `cleared`: [`EntryStore::maybe_cleared`].
+    cleared_filter: KeyFilter,
+    dead_filter: KeyFilter,
     /// Cleared entries no access can ever set, kept exactly.
     dead: FastSet<u64>,
     /// The PTE/PMD keys of `dead`, oldest first.
@@ -107,7 +180,7 @@ fn chunk(key: u64) -> (u64, u64) {
 impl EntryStore {
     /// Whether the dead entry `key` is clear; `u` is a fixed uniform draw for the entry.
     pub fn dead_is_clear(&self, key: u64, u: f64) -> bool {
-        if self.dead.contains(&key) {
+        if self.dead_filter.may_contain(key) && self.dead.contains(&key) {
             return true;
         }
         if level_of(key) >= Level::Pud.index() {
@@ -121,7 +194,14 @@ impl EntryStore {
 
     /// Records that the dead entry `key` is now clear (it was not).
     pub fn clear_dead(&mut self, key: u64) {
-        if !self.dead.insert(key) || level_of(key) >= Level::Pud.index() {
+        if !self.dead.insert(key) {
+            return;
+        }
+        if self.dead_filter.add(key) {
+            self.dead_filter
+                .rebuild(self.dead.len(), self.dead.iter().copied());
+        }
+        if level_of(key) >= Level::Pud.index() {
             return;
         }
         self.dead_order.push_back(key);
@@ -132,11 +212,68 @@ impl EntryStore {
         }
     }
 
+    /// Whether `key` may be in `cleared` (false: it is not).
+    pub fn maybe_cleared(&self, key: u64) -> bool {
+        self.cleared_filter.may_contain(key)
+    }
+
+    /// Records that `key` was just inserted into `cleared`.
+    pub fn note_cleared(&mut self, key: u64) {
+        if self.cleared_filter.add(key) {
+            self.cleared_filter
+                .rebuild(self.cleared.len(), self.cleared.keys().copied());
+        }
+    }
+
     /// Approximate bytes held (for memory reports).
     pub fn memory_bytes(&self) -> usize {
         self.cleared.capacity() * (8 + std::mem::size_of::<Cleared>() + 1)
             + self.dead.capacity() * 9
             + self.dead_order.capacity() * 8
             + self.dead_counts.capacity() * 13
+            + (self.cleared_filter.words.len() + self.dead_filter.words.len()) * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::rng::Rng;
+
+    #[test]
+    fn filters_never_hide_a_key_of_their_table() {
+        // Enough additions for several rebuilds, with removals between: every key in
+        // `cleared` and `dead` passes its filter, and most keys never added do not.
+        let mut store = EntryStore::default();
+        let mut rng = Rng::new(5);
+        let c = Cleared {
+            since: 0,
+            seq: 0,
+            fresh: 0,
+        };
+        let additions = 300_000;
+        for i in 0..additions as u64 {
+            let k = rng.next_u64() >> 8;
+            store.cleared.insert(k, c);
+            store.note_cleared(k);
+            if i % 3 == 0 {
+                let gone = rng.next_u64() >> 8 | 1 << 55;
+                store.cleared.insert(gone, c);
+                store.note_cleared(gone);
+                store.cleared.remove(&gone);
+            }
+            if i % 64 == 0 {
+                store.clear_dead(key(Bit::Accessed, Level::Pte, k << 12));
+            }
+        }
+        assert!(store.cleared.keys().all(|&k| store.maybe_cleared(k)));
+        assert!(store.dead.iter().all(|&k| store.dead_filter.may_contain(k)));
+        let strangers = (0..10_000)
+            .filter(|_| store.maybe_cleared(rng.next_u64() | 1 << 63))
+            .count();
+        // About a sixteenth of the bits are set after a rebuild, a few times more by the
+        // additions since.
+        assert!(strangers < 4000, "{strangers}");
+        assert!(store.memory_bytes() < 512 << 20);
     }
 }
