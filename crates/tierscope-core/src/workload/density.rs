@@ -473,6 +473,10 @@ fn normal_pdf(x: f64) -> f64 {
     (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt()
 }
 
+/// Where [`normal_pdf`] is exactly 0: `exp(-0.5 * 39^2) = exp(-760.5)` is below the
+/// smallest subnormal.
+const FAR_TAIL: f64 = 39.0;
+
 /// Standard normal mass of `[a, b)`. Narrow spans (a 4 KiB page) by Simpson's rule,
 /// whose relative error there is below 1e-8, where a difference of two tails would lose
 /// erfc's 1e-7 to cancellation; wide ones from the tail on the far side of the mode.
@@ -480,6 +484,11 @@ pub fn normal_mass(a: f64, b: f64) -> f64 {
     if b <= a {
         0.0
     } else if b - a < 0.05 {
+        // Beyond 39 standard deviations every point's density is exactly 0 in f64
+        // (exp(-760) underflows): skip the three exponentials' underflow paths.
+        if a >= FAR_TAIL || b <= -FAR_TAIL {
+            return 0.0;
+        }
         (b - a) / 6.0 * (normal_pdf(a) + 4.0 * normal_pdf(0.5 * (a + b)) + normal_pdf(b))
     } else if a >= 0.0 {
         normal_tail(a) - normal_tail(b)
@@ -651,6 +660,19 @@ impl Zipf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_far_tail_is_exactly_zero() {
+        // What the guard in normal_mass skips: every density value there underflows.
+        for x in [FAR_TAIL, 39.5, 60.0, 1e6] {
+            assert_eq!(normal_pdf(x), 0.0);
+            assert_eq!(normal_pdf(-x), 0.0);
+        }
+        assert!(normal_pdf(38.5) > 0.0);
+        assert_eq!(normal_mass(FAR_TAIL, FAR_TAIL + 0.01), 0.0);
+        assert_eq!(normal_mass(-FAR_TAIL - 0.01, -FAR_TAIL), 0.0);
+        assert!(normal_mass(38.0, 38.01) > 0.0);
+    }
 
     /// Empirical page-bucket frequencies of `n` draws against the analytic masses: every
     /// bucket within `tol` absolute, and the masses summing to 1.
