@@ -48,6 +48,19 @@ impl FieldError {
     }
 }
 
+/// ` (did you mean `x`?)` when one of `names` is close to `given` (Jaro-Winkler
+/// similarity of at least 0.8, the closest), else "". The one did-you-mean of error
+/// messages naming something unknown: presets, policies, engines, tier presets, fields.
+pub fn did_you_mean<S: AsRef<str>>(given: &str, names: &[S]) -> String {
+    names
+        .iter()
+        .map(|n| (strsim::jaro_winkler(given, n.as_ref()), n.as_ref()))
+        .filter(|(score, n)| *score >= 0.8 && *n != given)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default()
+}
+
 /// `prefix.field`, without a dot before a list index or around an empty side.
 pub fn join_path(prefix: &str, field: &str) -> String {
     match (prefix.is_empty(), field.is_empty()) {
@@ -81,13 +94,53 @@ impl<E: fmt::Display> From<serde_path_to_error::Error<E>> for FieldError {
     fn from(e: serde_path_to_error::Error<E>) -> Self {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
-        FieldError::new(field, e.inner().to_string())
+        FieldError::new(field, suggest(e.inner().to_string()))
     }
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" (or `expected `a``, or an
+/// unknown variant) with a did-you-mean after the name.
+fn suggest(message: String) -> String {
+    let unknown = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p));
+    let Some(rest) = unknown else {
+        return message;
+    };
+    let Some((given, expected)) = rest.split_once('`') else {
+        return message;
+    };
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let hint = did_you_mean(given, &names);
+    if hint.is_empty() {
+        return message;
+    }
+    let head = message.len() - rest.len() + given.len() + 1;
+    format!("{}{hint}{}", &message[..head], &message[head..])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_names_get_a_suggestion() {
+        assert_eq!(
+            suggest("unknown field `agr`, expected one of `sample`, `aggr`".into()),
+            "unknown field `agr` (did you mean `aggr`?), expected one of `sample`, `aggr`"
+        );
+        assert_eq!(
+            suggest("unknown variant `stats`, expected `exact` or `stat`".into()),
+            "unknown variant `stats` (did you mean `stat`?), expected `exact` or `stat`"
+        );
+        let far = "unknown field `zzz`, expected `sample`";
+        assert_eq!(suggest(far.into()), far);
+        assert_eq!(
+            did_you_mean("damon-md", &["damon-mod", "damon-agg"]),
+            " (did you mean `damon-mod`?)"
+        );
+        assert_eq!(did_you_mean("xyz", &["damon-mod"]), "");
+    }
 
     #[test]
     fn paths_join_and_display_names_every_part() {

@@ -23,7 +23,7 @@ pub mod workload;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
 pub use cost::{CostCounters, CostModel};
-pub use error::FieldError;
+pub use error::{did_you_mean, FieldError};
 pub use feed::{FeedKind, PolicyInput};
 pub use machine::{
     BlockIntervals, Capabilities, Capability, Engine, Flush, Machine, MachineStats, Monitor, Pmu,

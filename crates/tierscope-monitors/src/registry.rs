@@ -114,7 +114,8 @@ macro_rules! registry {
                     other => Err(FieldError::new(
                         "type",
                         format!(
-                            "unknown monitor type `{other}` (expected one of {})",
+                            "unknown monitor type `{other}`{} (expected one of {})",
+                            tierscope_core::did_you_mean(other, Self::KINDS),
                             Self::KINDS.join(", ")
                         ),
                     )),

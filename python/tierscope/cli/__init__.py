@@ -11,6 +11,7 @@ interrupted.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 
@@ -52,12 +53,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """One line for an unknown subcommand, with the closest known one (argparse would
+    print its usage and the whole list)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or any(a in ("-h", "--help", "--version") for a in argv[: argv.index(first)]):
+        return None
+    commands = [
+        name
+        for action in parser._subparsers._group_actions  # type: ignore[union-attr]
+        for name in getattr(action, "choices", {}) or {}
+    ]
+    if first in commands:
+        return None
+    close = difflib.get_close_matches(first, commands, n=1)
+    hint = f" (did you mean `{close[0]}`?)" if close else ""
+    return f"unknown command `{first}`{hint}; commands: {', '.join(commands)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     # Imported here so that `tierscope --help` works even if the extension is broken.
     from tierscope import Cancelled, ConfigError, OutputError, RunError, Unavailable, outdir
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_command(parser, given)
+    if unknown:
+        print(f"tierscope: error: {unknown}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(given)
     outdir.set_command(sys.argv[1:] if argv is None else argv)
     try:
         status: int = args.func(args)

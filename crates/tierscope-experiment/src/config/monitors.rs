@@ -59,7 +59,11 @@ pub fn expand(table: &Map<String, Value>) -> Result<MonitorEntry, FieldError> {
             let config = MonitorConfig::preset(p).ok_or_else(|| {
                 FieldError::new(
                     "preset",
-                    format!("unknown preset `{p}` (expected one of {})", presets()),
+                    format!(
+                        "unknown preset `{p}`{} (expected one of {})",
+                        tierscope_core::did_you_mean(p, &MonitorConfig::preset_names()),
+                        presets()
+                    ),
                 )
             })?;
             match serde_json::to_value(config).expect("configs serialise") {
