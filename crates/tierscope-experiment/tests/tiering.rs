@@ -52,7 +52,7 @@ fn invariants_hold_on_both_engines() {
     for engine in ["exact", "stat"] {
         let r = run(
             engine,
-            r#", { type = "damos", damo = "--damos_action migrate_hot 0 --damos_access_rate 10% max --damos_action migrate_cold 1 --damos_access_rate 0% 0% --damos_age 3 max" }"#,
+            r#", { type = "damos", damo = "--damos_action migrate_hot 0 --damos_access_rate 10% max --damos_age min max --damos_action migrate_cold 1 --damos_access_rate 0% 0% --damos_age 600ms max" }"#,
         );
         let names: Vec<&str> = r.policies.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(

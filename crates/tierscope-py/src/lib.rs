@@ -66,6 +66,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(registry::policies, m)?)?;
     m.add_function(wrap_pyfunction!(registry::tier_presets, m)?)?;
     m.add_function(wrap_pyfunction!(registry::placements, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::damos_schemes, m)?)?;
     m.add_function(wrap_pyfunction!(experiment::parse_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(run::start_run, m)?)?;
     m.add_function(wrap_pyfunction!(kvm_unavailable, m)?)?;

@@ -87,3 +87,47 @@ pub fn tier_presets(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 pub fn placements() -> Vec<&'static str> {
     tierscope_core::tiers::InitialPlacement::NAMES.to_vec()
 }
+
+/// damo schemes as tierscope reads them (`form`: "line" for damo's `--damos_*` options,
+/// "json" for damo's JSON), each in the shape and units of `damo args damon --format json
+/// --raw` for the keys tierscope models (tests compare them with damo's own output). With
+/// `intervals` (sample, aggregation; ns) each also has `bounds`: the `nr_accesses` and age
+/// ranges the kernel would get from damo. A line or document tierscope refuses raises
+/// ValueError with its one-line reason.
+#[pyfunction]
+#[pyo3(signature = (text, form, intervals = None))]
+pub fn damos_schemes<'py>(
+    py: Python<'py>,
+    text: &str,
+    form: &str,
+    intervals: Option<(u64, u64)>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::exceptions::PyValueError;
+    use tierscope_tiering::policy::damos;
+    let schemes = match form {
+        "line" => damos::parse_damo(text),
+        "json" => damos::parse_damo_json(&serde_json::Value::String(text.to_string())),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "form: expected \"line\" or \"json\", got {other:?}"
+            )))
+        }
+    }
+    .map_err(PyValueError::new_err)?;
+    let raw: Vec<serde_json::Value> = schemes
+        .iter()
+        .map(|s| {
+            let mut v = s.damo_raw();
+            if let Some((sample, aggr)) = intervals {
+                let (nr, age) = s.kernel_bounds(tierscope_core::Intervals {
+                    sample,
+                    aggr,
+                    ops_update: aggr,
+                });
+                v["bounds"] = serde_json::json!({"nr_accesses": nr, "age": age});
+            }
+            v
+        })
+        .collect();
+    crate::convert::to_python(py, &raw)
+}

@@ -42,6 +42,16 @@ const WORDS: &[&str] = &[
     "node_mem_used_bp",
     "node_mem_free_bp",
     "--damos_filter",
+    "--damos_apply_interval",
+    "--damos_quotas",
+    "--damos_scheme",
+    "--damos_wmarks",
+    "allow",
+    "reject",
+    "none",
+    "anon",
+    "target",
+    "samples",
     "min",
     "max",
     "0",
@@ -87,7 +97,7 @@ proptest! {
         match parse_damo(&line) {
             Err(m) => prop_assert!(!m.is_empty() && !m.contains('\n'), "{m:?}"),
             Ok(schemes) => {
-                let cfg = DamosConfig { schemes: vec![], damo: Some(line.clone()) };
+                let cfg = DamosConfig { damo: Some(line.clone()), ..Default::default() };
                 if let Err(e) = cfg.check(tiers) {
                     prop_assert!(!e.to_string().contains('\n'));
                 }

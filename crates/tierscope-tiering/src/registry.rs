@@ -63,6 +63,18 @@ pub trait PolicyTechnique: Sized {
     /// policy's table.
     fn check(&self, tiers: usize) -> Result<(), FieldError>;
 
+    /// Checks against a monitor feeding it (its name and intervals) in a run of
+    /// `duration_ns`: what depends on the monitor, such as a scheme that could never
+    /// match at its intervals. Field paths relative to the policy's table.
+    fn check_feed(
+        &self,
+        _monitor: &str,
+        _intervals: Intervals,
+        _duration_ns: u64,
+    ) -> Result<(), FieldError> {
+        Ok(())
+    }
+
     fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy>;
 }
 
@@ -73,6 +85,12 @@ pub(crate) trait PolicyTechniqueDyn {
     fn period_ns(&self) -> Option<u64>;
     fn free_moves(&self) -> bool;
     fn check(&self, tiers: usize) -> Result<(), FieldError>;
+    fn check_feed(
+        &self,
+        monitor: &str,
+        intervals: Intervals,
+        duration_ns: u64,
+    ) -> Result<(), FieldError>;
     fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy>;
 }
 
@@ -88,6 +106,14 @@ impl<T: PolicyTechnique> PolicyTechniqueDyn for T {
     }
     fn check(&self, tiers: usize) -> Result<(), FieldError> {
         PolicyTechnique::check(self, tiers)
+    }
+    fn check_feed(
+        &self,
+        monitor: &str,
+        intervals: Intervals,
+        duration_ns: u64,
+    ) -> Result<(), FieldError> {
+        PolicyTechnique::check_feed(self, monitor, intervals, duration_ns)
     }
     fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
         PolicyTechnique::policy(self, ctx)
@@ -159,6 +185,16 @@ impl crate::PolicyConfig {
     /// Range checks against a machine of `tiers` tiers.
     pub fn validate(&self, tiers: usize) -> Result<(), FieldError> {
         self.technique().check(tiers)
+    }
+
+    /// Checks against a feeding monitor's intervals and the run's length.
+    pub fn validate_feed(
+        &self,
+        monitor: &str,
+        intervals: Intervals,
+        duration_ns: u64,
+    ) -> Result<(), FieldError> {
+        self.technique().check_feed(monitor, intervals, duration_ns)
     }
 
     /// The policy, fed by a monitor running at `intervals` (a policy with a period of its

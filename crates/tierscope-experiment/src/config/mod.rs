@@ -499,6 +499,11 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         entries.push(entry);
     }
 
+    let duration_ns = file.duration.map(|d| d.0).unwrap_or(if program.is_some() {
+        PROGRAM_DEFAULT_LIMIT_NS
+    } else {
+        spec.phases_duration()
+    });
     let tiering = match file.tiering {
         Some(v) => {
             let sim = machine.sim();
@@ -506,18 +511,13 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
                 .map_err(|m| FieldError::new("workload", m))?
                 .heap;
             Some(
-                tiering::parse(v, machine.engine, heap.len(), &entries)
+                tiering::parse(v, machine.engine, heap.len(), &entries, duration_ns)
                     .map_err(|e| e.under("tiering"))?,
             )
         }
         None => None,
     };
 
-    let duration_ns = file.duration.map(|d| d.0).unwrap_or(if program.is_some() {
-        PROGRAM_DEFAULT_LIMIT_NS
-    } else {
-        spec.phases_duration()
-    });
     if duration_ns == 0 {
         return Err(FieldError::new("duration", "must be positive"));
     }

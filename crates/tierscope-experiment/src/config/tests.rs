@@ -418,6 +418,27 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
     type Edits<'a> = &'a [(&'a str, &'a str)];
     let cases: &[(Edits, &str, &str, &str)] = &[
         (&[no_pml], "[tiering]", "tiering", "no memory tiers"),
+        // A DAMOS scheme that could never match: an age beyond the 2 s run.
+        (
+            &[
+                stat,
+                no_pml,
+                ("migrate_hot 0\"", "migrate_hot 0 --damos_age 10s max\""),
+            ],
+            "policies",
+            "tiering.policies[2].damo",
+            "scheme 0 (--damos_age): a min age of 50 aggregation intervals of `damon-mod` (200ms each) is beyond the run (10 intervals)",
+        ),
+        (
+            &[
+                stat,
+                no_pml,
+                ("migrate_hot 0\"", "migrate_hot 0 --damos_access_rate 5% 1%\""),
+            ],
+            "policies",
+            "tiering.policies[2].damo",
+            "scheme 0 (--damos_access_rate): min 5% is above max 1%",
+        ),
         (
             &[
                 stat,
@@ -455,13 +476,13 @@ fn bad_tiering_is_rejected_with_file_line_and_field() {
             &[stat, no_pml, ("migrate_hot 0", "migrate_hot")],
             "damo =",
             "tiering.policies[2].damo",
-            "expects a target node id",
+            "needs the target node id",
         ),
         (
             &[stat, no_pml, ("migrate_hot 0", "migrate_hot 5")],
             "damo =",
-            "tiering.policies[2].schemes[0].target",
-            "node 5 does not exist",
+            "tiering.policies[2].damo",
+            "scheme 0 (--damos_action): node 5 does not exist",
         ),
         (
             &[stat, no_pml, ("type = \"damos\", monitors = [\"damon-mod\"], damo = \"--damos_action migrate_hot 0\"", "type = \"hemem\", monitors = [\"damon-mod\"]")],

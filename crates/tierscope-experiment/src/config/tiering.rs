@@ -160,7 +160,11 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
             let names: Vec<_> = TIER_PRESETS.iter().map(|p| p.name).collect();
             FieldError::new(
                 "preset",
-                format!("unknown tier `{p}` (expected one of {})", names.join(", ")),
+                format!(
+                    "unknown tier `{p}`{} (expected one of {})",
+                    tierscope_core::did_you_mean(p, &names),
+                    names.join(", ")
+                ),
             )
         })?),
         None => None,
@@ -222,7 +226,12 @@ fn emitted_by(kinds: &[FeedKind]) -> String {
     format!("presets that do: {}", presets.join(", "))
 }
 
-fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEntry, FieldError> {
+fn policy(
+    v: &Value,
+    tiers: usize,
+    monitors: &[MonitorEntry],
+    duration_ns: u64,
+) -> Result<PolicyEntry, FieldError> {
     let names = || POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ");
     let mut table: Map<String, Value> = match v {
         Value::String(s) => {
@@ -230,7 +239,14 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
                 let why = if POLICIES.iter().any(|p| p.0 == s) {
                     "needs a table with its settings".to_string()
                 } else {
-                    format!("is not a policy (expected one of {})", names())
+                    format!(
+                        "is not a policy{} (expected one of {})",
+                        tierscope_core::did_you_mean(
+                            s,
+                            &POLICIES.iter().map(|p| p.0).collect::<Vec<_>>()
+                        ),
+                        names()
+                    )
                 };
                 return Err(FieldError::new("", format!("`{s}` {why}")));
             }
@@ -259,7 +275,14 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
         Some(Value::String(t)) => {
             return Err(FieldError::new(
                 "type",
-                format!("unknown policy `{t}` (expected one of {})", names()),
+                format!(
+                    "unknown policy `{t}`{} (expected one of {})",
+                    tierscope_core::did_you_mean(
+                        t,
+                        &POLICIES.iter().map(|p| p.0).collect::<Vec<_>>()
+                    ),
+                    names()
+                ),
             ))
         }
         _ => return Err(FieldError::new("type", "a policy table needs `type`")),
@@ -342,6 +365,22 @@ fn policy(v: &Value, tiers: usize, monitors: &[MonitorEntry]) -> Result<PolicyEn
         }
         (_, None) => vec![],
     };
+    // What depends on the feeding monitor: its intervals (a monitor is built for them;
+    // building allocates nothing large).
+    for name in &feeds {
+        let m = monitors
+            .iter()
+            .find(|m| &m.name == name)
+            .expect("feeds are monitors");
+        let intervals = m
+            .config
+            .build(
+                tierscope_core::rng::Rng::for_stream(0, name),
+                &tierscope_core::CostModel::default(),
+            )
+            .intervals();
+        config.validate_feed(name, intervals, duration_ns)?;
+    }
     Ok(PolicyEntry {
         name: name.unwrap_or_else(|| config.kind().to_string()),
         config,
@@ -355,6 +394,7 @@ pub fn parse(
     engine: EngineKind,
     heap: u64,
     monitors: &[MonitorEntry],
+    duration_ns: u64,
 ) -> Result<Tiering, FieldError> {
     if !engine.capabilities().contains(Capability::Tiers) {
         return Err(FieldError::new(
@@ -403,7 +443,7 @@ pub fn parse(
     let mut policies: Vec<PolicyEntry> = vec![];
     for (i, p) in file.policies.iter().enumerate() {
         let at = format!("policies[{i}]");
-        let entry = policy(p, n, monitors).map_err(|e| e.under(&at))?;
+        let entry = policy(p, n, monitors, duration_ns).map_err(|e| e.under(&at))?;
         if policies.iter().any(|q| q.name == entry.name) {
             return Err(FieldError::new(
                 format!("{at}.name"),
