@@ -131,8 +131,8 @@ def test_experiment_and_quick_form_are_exclusive(workdir: Path) -> None:
     assert_bad_input(proc, "--masim")
     proc = run_cli("run", "tiny.toml", "--monitor", "damon-mod", "--out", "out", cwd=workdir)
     assert_bad_input(proc, "--monitor")
-    proc = run_cli("run", "tiny.toml", "--seed", "3", "--out", "out", cwd=workdir)
-    assert_bad_input(proc, "--seed", "quick form")
+    proc = run_cli("run", "tiny.toml", "--rate", "3M/s", "--out", "out", cwd=workdir)
+    assert_bad_input(proc, "--rate", "quick form")
     assert_nothing_written(workdir)
 
 
@@ -186,7 +186,15 @@ def test_bad_paging_levels_names_the_option(workdir: Path) -> None:
 def test_monitor_the_engine_cannot_run_names_the_option(workdir: Path) -> None:
     # The statistical engine has no write log (exact has simulated PML, kvm KVM's log).
     proc = run_cli(
-        "run", "--masim", "tiny.cfg", "--engine", "stat", "--monitor", "pml", "--out", "out",
+        "run",
+        "--masim",
+        "tiny.cfg",
+        "--engine",
+        "stat",
+        "--monitor",
+        "pml",
+        "--out",
+        "out",
         cwd=workdir,
     )
     assert_bad_input(proc, "command line: --monitor: monitors[0].preset:", "write log")

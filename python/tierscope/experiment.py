@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,29 @@ def read_config_file(path: Path, name: str, what: str) -> tuple[str, str]:
     return text, "json" if path.suffix.lower() == ".json" else "toml"
 
 
-def load_experiment(source: ExperimentSource, *, source_name: str | None = None) -> Experiment:
+#: `(PATH, VALUE)` overrides, as `--set PATH=VALUE` gives them.
+Overrides = Sequence[tuple[str, str]]
+
+
+def parse_set(items: Sequence[str] | None) -> list[tuple[str, str]]:
+    """`--set PATH=VALUE` options as `(PATH, VALUE)` pairs; `ConfigError` naming the
+    option for one without `=` or a path."""
+    pairs = []
+    for item in items or []:
+        path, eq, value = item.partition("=")
+        if not eq or not path.strip():
+            raise config_error(
+                "command line",
+                f"`{item}`: expected PATH=VALUE (e.g. seed=3 or monitors[0].aggr=100ms)",
+                field="--set",
+            )
+        pairs.append((path.strip(), value))
+    return pairs
+
+
+def load_experiment(
+    source: ExperimentSource, *, source_name: str | None = None, overrides: Overrides = ()
+) -> Experiment:
     """Loads an experiment from a file path (TOML, or JSON when it ends in .json), a
     dict in the same layout as the file, or returns an `Experiment` unchanged.
 
@@ -113,7 +135,16 @@ def load_experiment(source: ExperimentSource, *, source_name: str | None = None)
     directory; inside a dict, against the current directory. `source_name` replaces the
     name used in error messages. Raises `ConfigError` with a one-line message naming the
     file, line and field.
+
+    `overrides`: `(PATH, VALUE)` pairs set on the experiment before it is checked (the
+    command line's `--set`), with the sweep path syntax (`seed`, `monitors[0].aggr`,
+    `tiering.policies[NAME].period`) and VALUE typed by the config (a string where the
+    experiment holds a string, else read as a TOML value: `3`, `0.5`, `true`, `[1, 2]`);
+    applied by the sweep expansion's path setter. An error in an overridden field names
+    the override: `command line: --set seed=x: seed: ...`.
     """
+    if overrides:
+        return _overridden(source, source_name, overrides)
     if isinstance(source, Experiment):
         return source
     if isinstance(source, Mapping):
@@ -124,3 +155,23 @@ def load_experiment(source: ExperimentSource, *, source_name: str | None = None)
     name = source_name or str(path)
     text, fmt = read_config_file(path, name, "experiment")
     return Experiment(_core.parse_experiment(text, name, path.resolve().parent, fmt))
+
+
+def _overridden(
+    source: ExperimentSource, source_name: str | None, overrides: Overrides
+) -> Experiment:
+    """The experiment with `overrides` set: a sweep of one run whose base is the
+    experiment (the binding's expansion sets the paths and types the values)."""
+    base: Any
+    if isinstance(source, Experiment):
+        source = source.to_dict()
+    if isinstance(source, Mapping):
+        base, name, directory = dict(source), source_name or DICT_SOURCE, Path.cwd()
+    else:
+        path = Path(source)
+        name = source_name or str(path)
+        read_config_file(path, name, "experiment")  # readable, within the limit
+        base, directory = str(path.resolve()), path.resolve().parent
+    text = json.dumps({"base": base}, indent=1)
+    (run,) = _core.expand_sweep(text, name, directory, "json", list(overrides))
+    return Experiment(run.experiment)

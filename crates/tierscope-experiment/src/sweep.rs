@@ -152,6 +152,23 @@ pub fn expand_sweep(
     base_dir: &Path,
     format: Format,
 ) -> Result<Vec<SweepRun>, FieldError> {
+    expand_sweep_overridden(text, source, base_dir, format, &[])
+}
+
+/// Where command-line overrides are named in errors.
+pub const OVERRIDE_SOURCE: &str = "command line";
+
+/// As `expand_sweep`, with command-line overrides `(PATH, VALUE)` (`--set PATH=VALUE`)
+/// applied to every run after the sweep's `set` and before its axes, each VALUE typed by
+/// the config (`typed_value`). An axis or `seeds` setting what an override sets is
+/// refused; an error in an overridden field names the override.
+pub fn expand_sweep_overridden(
+    text: &str,
+    source: &str,
+    base_dir: &Path,
+    format: Format,
+    overrides: &[(String, String)],
+) -> Result<Vec<SweepRun>, FieldError> {
     let (doc, map) = config::read_document(text, source, format)?;
     let at_sweep = |e: FieldError| config::locate(e, source, &map);
     let sweep: SweepFile = serde_path_to_error::deserialize(doc)
@@ -242,6 +259,15 @@ pub fn expand_sweep(
             map: base_map,
             dir: base_dir,
         } = b;
+        // The base's normalized document (every default filled in), to type overrides of
+        // fields the base leaves out; none when the base does not parse by itself.
+        let normalized = if overrides.is_empty() {
+            None
+        } else {
+            config::parse_document(base.clone(), base_source, base_dir)
+                .ok()
+                .map(|e| e.to_document())
+        };
         for combo in 0..combos {
             // Mixed radix, the first axis outermost.
             let mut rest = combo;
@@ -260,6 +286,15 @@ pub fn expand_sweep(
                     let resolved = set_path(&mut doc, path, v.clone())
                         .map_err(|m| at_sweep(FieldError::new(join_path("set", path), m)))?;
                     origin.push((resolved, join_path("set", path)));
+                }
+                // Command-line overrides: (resolved path, as written).
+                let mut overridden: Vec<(String, String)> = vec![];
+                for (path, text) in overrides {
+                    let value = typed_value(&doc, normalized.as_ref(), path, text);
+                    let resolved = set_path(&mut doc, path, value).map_err(|m| {
+                        FieldError::new(format!("--set {path}"), m).in_file(OVERRIDE_SOURCE)
+                    })?;
+                    overridden.push((resolved, format!("{path}={text}")));
                 }
                 let mut params = vec![];
                 if let Some(n) = base_name {
@@ -302,10 +337,30 @@ pub fn expand_sweep(
                                 ),
                             )));
                         }
+                        if let Some((_, given)) =
+                            overridden.iter().find(|(p, _)| overlap(p, &resolved))
+                        {
+                            return Err(at_sweep(FieldError::new(
+                                format!("axes[{k}]"),
+                                format!(
+                                    "`{path}` is swept, and the command line sets it (--set \
+                                     {given}): give one of them"
+                                ),
+                            )));
+                        }
                         swept.push((resolved.clone(), k, path));
                         origin.push((resolved, format!("axes[{k}]")));
                     }
                     params.push((a.name.clone(), a.param(picks[k])));
+                }
+                if let Some((_, given)) = overridden
+                    .iter()
+                    .find(|(p, _)| seed.is_some() && overlap("seed", p))
+                {
+                    return Err(at_sweep(FieldError::new(
+                        "seeds",
+                        format!("the command line sets the seed (--set {given}): give one of them"),
+                    )));
                 }
                 if let Some(s) = seed {
                     doc["seed"] = Value::from(s);
@@ -325,10 +380,32 @@ pub fn expand_sweep(
                             .iter()
                             .rev()
                             .find(|(p, _)| e.field == *p || e.field.starts_with(&format!("{p}.")));
-                        let e = FieldError {
-                            message: format!("run `{id}`: {}", e.message),
-                            ..e
+                        // The run is named when the sweep has several.
+                        let e = if params.is_empty() {
+                            e
+                        } else {
+                            FieldError {
+                                message: format!("run `{id}`: {}", e.message),
+                                ..e
+                            }
                         };
+                        // An error in an overridden field, or in the table holding an
+                        // override about its key (an unknown field).
+                        let by_override = overridden.iter().rev().find(|(p, _)| {
+                            let key = p.rsplit(['.', '[']).next().unwrap_or(p);
+                            e.field == *p
+                                || e.field.starts_with(&format!("{p}."))
+                                || (overlap(p, &e.field) && e.message.contains(&format!("`{key}`")))
+                        });
+                        if let Some((_, given)) = by_override {
+                            return FieldError {
+                                file: None,
+                                line: None,
+                                field: format!("--set {given}"),
+                                message: format!("{}: {}", e.field, e.message),
+                            }
+                            .in_file(OVERRIDE_SOURCE);
+                        }
                         match (set_by, &base_map) {
                             (Some((_, at)), _) => {
                                 let line = map.line(at);
@@ -642,6 +719,40 @@ pub fn set_path(doc: &mut Value, path: &str, value: Value) -> Result<String, Str
     Ok(resolved)
 }
 
+/// The value at `path` in `doc`, if there is one.
+fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = doc;
+    for step in steps(path).ok()? {
+        cur = match step {
+            Step::Key(k) => cur.get(k)?,
+            Step::Index(i) => cur.get(i)?,
+            Step::Named(n) => cur
+                .as_array()?
+                .iter()
+                .find(|item| item_name(item) == Some(n))?,
+        };
+    }
+    Some(cur)
+}
+
+/// The value of a command-line override `PATH=TEXT`, typed by the config: where the
+/// experiment (as written, else with its defaults filled in) holds a string at PATH, the
+/// text itself; otherwise the text read as a TOML value (`3` an integer, `0.5` a float,
+/// `true` a boolean, `[1, 2]` a list, `{ a = 1 }` a table, `"x"` a string), and text that
+/// is no TOML value (`100ms`, `stat`) a string. The parser then checks it as it checks
+/// the file, naming the field.
+pub fn typed_value(doc: &Value, normalized: Option<&Value>, path: &str, text: &str) -> Value {
+    let current = get_path(doc, path).or_else(|| normalized.and_then(|n| get_path(n, path)));
+    if matches!(current, Some(Value::String(_))) {
+        return Value::String(text.to_string());
+    }
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .and_then(|v| serde_json::to_value(v).ok())
+        .unwrap_or_else(|| Value::String(text.to_string()))
+}
+
 /// The name a monitor table goes by: `name`, else `preset`, else `type`.
 fn item_name(item: &Value) -> Option<&str> {
     ["name", "preset", "type"]
@@ -953,5 +1064,58 @@ values = ["stat", "kvm"]
             "workload.rates",
             "an unknown field, not an overlap"
         );
+    }
+
+    #[test]
+    fn command_line_overrides_are_typed_by_the_config() {
+        let sets = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(p, v)| (p.to_string(), v.to_string()))
+                .collect()
+        };
+        let text = format!(
+            "[base]\n{}",
+            BASE.replace("[workload]", "[base.workload]")
+                .replace("[[monitors]]", "[[base.monitors]]")
+        );
+        let go = |o: &[(String, String)]| {
+            expand_sweep_overridden(&text, "sweep.toml", Path::new("."), Format::Toml, o)
+        };
+        // `seed` is a number (filled in by default), `aggr` a string, `name` a string even
+        // when it looks like a number.
+        let runs = go(&sets(&[
+            ("seed", "3"),
+            ("monitors[0].aggr", "100ms"),
+            ("monitors[bnd].sample", "20ms"),
+            ("name", "42"),
+        ]))
+        .unwrap();
+        let e = &runs[0].experiment;
+        assert_eq!((e.seed, e.name.as_str()), (3, "42"));
+        let doc = e.to_document();
+        assert_eq!(doc["monitors"][0]["aggr"], "100ms");
+        assert_eq!(doc["monitors"][1]["sample"], "20ms");
+        // A bad value or path is one line naming the override.
+        let e = go(&sets(&[("seed", "three")])).unwrap_err();
+        assert_eq!(e.file.as_deref(), Some(OVERRIDE_SOURCE));
+        assert_eq!(e.field, "--set seed=three", "{e}");
+        assert!(e.message.starts_with("seed: "), "{e}");
+        let e = go(&sets(&[("monitors[7].aggr", "1s")])).unwrap_err();
+        assert_eq!(e.field, "--set monitors[7].aggr", "{e}");
+        assert!(e.message.contains("item [7] of a list of 2"), "{e}");
+        let e = go(&sets(&[("monitors[0].agr", "1s")])).unwrap_err();
+        assert_eq!(e.field, "--set monitors[0].agr=1s", "{e}");
+        // An axis on an overridden path is refused.
+        let swept = format!("[[axes]]\npath = \"seed\"\nvalues = [1, 2]\n{text}");
+        let e = expand_sweep_overridden(
+            &swept,
+            "sweep.toml",
+            Path::new("."),
+            Format::Toml,
+            &sets(&[("seed", "3")]),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("the command line sets it"), "{e}");
     }
 }

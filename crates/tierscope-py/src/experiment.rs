@@ -116,17 +116,26 @@ pub struct PySweepRun {
 }
 
 /// Expands a sweep (TOML or JSON text) into its runs, in order. Pure: nothing runs.
+/// `overrides`: `(PATH, VALUE)` pairs of the command line's `--set`, typed by the config
+/// and applied to every run after the sweep's `set`.
 #[pyfunction]
+#[pyo3(signature = (text, source, base_dir, format, overrides = Vec::new()))]
 pub fn expand_sweep(
     py: Python<'_>,
     text: &str,
     source: &str,
     base_dir: PathBuf,
     format: &str,
+    overrides: Vec<(String, String)>,
 ) -> PyResult<Vec<PySweepRun>> {
-    let runs =
-        tierscope_experiment::sweep::expand_sweep(text, source, &base_dir, format_of(format)?)
-            .map_err(|e| errors::config_error(py, &e))?;
+    let runs = tierscope_experiment::sweep::expand_sweep_overridden(
+        text,
+        source,
+        &base_dir,
+        format_of(format)?,
+        &overrides,
+    )
+    .map_err(|e| errors::config_error(py, &e))?;
     runs.into_iter()
         .map(|r| {
             Ok(PySweepRun {

@@ -9,7 +9,7 @@ from typing import Any
 
 from tierscope import _core, guards
 from tierscope._core import ConfigError
-from tierscope.experiment import config_error
+from tierscope.experiment import config_error, parse_set
 from tierscope.results import RunResult
 from tierscope.texttable import align
 
@@ -42,6 +42,7 @@ def engines_help() -> str:
 EPILOG_HEAD = """\
 examples:
   tierscope run experiments/default.toml --out runs/default
+  tierscope run experiments/default.toml --set seed=3 --set monitors[0].aggr=100ms
   tierscope run --masim workload.cfg --monitor damon-mod --monitor telescope-bnd \\
       --rate 10M/s --duration 30s --out runs/quick
   tierscope run --masim workload.cfg --tiers dram:256MiB,cxl \\
@@ -115,7 +116,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "experiment", nargs="?", metavar="EXPERIMENT", help="experiment file (docs/EXPERIMENTS.md)"
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "-o",
+        "--out",
+        metavar="DIR",
+        help="output directory (default: runs/NAME-TIMESTAMP, NAME the experiment's)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="set a field of the experiment, repeatable: the sweep path syntax (seed=3, "
+        "monitors[0].aggr=100ms, tiering.policies[NAME].period=1s), the value typed by the "
+        'config (docs/EXPERIMENTS.md, "Overrides")',
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -144,7 +158,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     q.add_argument(
         "--duration",
         metavar="TIME",
-        help="simulated time, e.g. 30s (default: the config's phases, once)",
+        help="simulated time, e.g. 30s (default: the config's phases, once); with an "
+        "experiment file, sets its duration",
     )
     q.add_argument(
         "--page-size",
@@ -161,7 +176,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="4 or 5 (default: the fewest levels whose address space holds the workload)",
     )
-    q.add_argument("--seed", type=int, help="random seed (default 1)")
+    q.add_argument(
+        "--seed", type=int, help="random seed (default 1); with an experiment file, sets its seed"
+    )
     q.add_argument("--name", help="experiment name (default: the MASIM file's name)")
     q.add_argument(
         "--tiers",
@@ -184,6 +201,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "experiment file's default)",
     )
     p.set_defaults(func=main)
+
+
+#: Options of the quick form that also work with an experiment file: the field each sets.
+ON_FILES = {"seed": "seed", "duration": "duration"}
+
+
+def default_out(name: str) -> str:
+    """The output directory when --out is not given: runs/NAME-TIMESTAMP (local time, to
+    the second; NAME made safe for a directory name)."""
+    import re
+    import time
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+    return f"runs/{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 #: Options of the quick form, and their defaults when it is used.
@@ -289,7 +320,7 @@ def option_of(field: str) -> str | None:
 def quick_error(e: ConfigError) -> ConfigError:
     """An error about the quick form's experiment, in terms of the option at fault (by
     the error's field path). Errors in other files (the MASIM config) stay as they are."""
-    if e.file != QUICK_SOURCE:
+    if e.file != QUICK_SOURCE or (e.field or "").startswith("--set "):
         return e
     option = option_of(e.field)
     where = f"{QUICK_SOURCE}: {option}" if option else QUICK_SOURCE
@@ -336,14 +367,25 @@ def main(args: argparse.Namespace) -> int:
 
     if args.experiment and args.masim:
         raise config_error(QUICK_SOURCE, "give an EXPERIMENT file or --masim, not both")
+    overrides = parse_set(args.set)
     if args.experiment:
-        given = [f"--{k.replace('_', '-')}" for k in QUICK_DEFAULTS if getattr(args, k) is not None]
+        given = [
+            f"--{k.replace('_', '-')}"
+            for k in QUICK_DEFAULTS
+            if getattr(args, k) is not None and k not in ON_FILES
+        ]
         if given:
             raise config_error(
                 QUICK_SOURCE,
                 f"{', '.join(given)}: only for the quick form (--masim); "
-                "set these in the experiment file",
+                "set these in the experiment file or with --set PATH=VALUE",
             )
+        # --seed and --duration set the file's fields, before any --set.
+        overrides = [
+            (field, str(getattr(args, option)))
+            for option, field in ON_FILES.items()
+            if getattr(args, option) is not None
+        ] + overrides
         source: str | dict[str, Any] = args.experiment
     elif args.masim:
         source = quick_experiment(args)
@@ -354,12 +396,13 @@ def main(args: argparse.Namespace) -> int:
 
     if isinstance(source, dict):
         try:
-            exp = load_experiment(source, source_name=QUICK_SOURCE)
+            exp = load_experiment(source, source_name=QUICK_SOURCE, overrides=overrides)
         except ConfigError as e:
             raise quick_error(e) from None
     else:
-        exp = load_experiment(source)
-    result = run(exp, out=args.out, progress=not args.quiet, threads=args.threads, force=args.force)
+        exp = load_experiment(source, overrides=overrides)
+    out = args.out or default_out(exp.name)
+    result = run(exp, out=out, progress=not args.quiet, threads=args.threads, force=args.force)
     for m in result.monitors.values():
         if m.program is not None and not args.quiet:
             # The program's own output went to stdout; how it ended goes beside it.
@@ -371,7 +414,7 @@ def main(args: argparse.Namespace) -> int:
         if policies:
             print()
             print(policies)
-        print(f"outputs in {args.out}", file=sys.stderr)
+        print(f"outputs in {out}", file=sys.stderr)
     return program_failed(result)
 
 

@@ -38,7 +38,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sweep", metavar="SWEEP", help="sweep file (TOML, or JSON if it ends in .json)")
-    p.add_argument("--out", metavar="DIR", help="result directory (required unless --dry-run)")
+    p.add_argument(
+        "-o", "--out", metavar="DIR", help="result directory (required unless --dry-run)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="set a field of every run's experiment, repeatable (after the sweep's [set]; "
+        "an axis on the same path is refused): seed=3, monitors[0].aggr=100ms",
+    )
     p.add_argument("--dry-run", action="store_true", help="list the runs and exit")
     p.add_argument(
         "--jobs", type=int, default=0, metavar="N", help="runs at once (default 0: one per core)"
@@ -59,12 +68,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from tierscope import expand_sweep, run_sweep
-    from tierscope.experiment import config_error
+    from tierscope.experiment import config_error, parse_set
 
     if args.jobs < 0:
         raise config_error("command line", f"must be 0 or more, got {args.jobs}", field="--jobs")
+    overrides = parse_set(args.set)
     if args.dry_run:
-        runs = expand_sweep(args.sweep)
+        runs = expand_sweep(args.sweep, overrides=overrides)
         rows = [("run id", "params", "monitors", "dropped")]
         for r in runs:
             rows.append(
@@ -88,6 +98,7 @@ def main(args: argparse.Namespace) -> int:
         address=args.address,
         outputs=args.outputs,
         progress=not args.quiet,
+        overrides=overrides,
     )
     if not args.quiet:
         print(

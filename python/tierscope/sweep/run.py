@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from tierscope.outdir import Claim
@@ -53,24 +53,37 @@ def run_sweep(
     progress: bool = True,
     source_name: str | None = None,
     only: Collection[str] | None = None,
+    overrides: Sequence[tuple[str, str]] = (),
 ) -> SweepOutcome:
     """Runs every run of the sweep not yet in the store at `out`. `jobs`: runs at once on
     the local executor (0: one per core). `outputs`: also write each run's full outputs
     (metrics.json, heatmaps, damo records) to out/runs/<id>. Failed runs are reported in
     the outcome and not stored, so a later call retries them. `only`: run just these run
-    ids (the others stay pending).
+    ids (the others stay pending). `overrides`: `(PATH, VALUE)` pairs of `--set`, applied
+    to every run (`expand_sweep`); the store records them and is resumed only with the
+    same ones.
 
     The store is claimed and locked for the whole call (`claim_store`): another sweep on
     it is refused with `OutputError` while this one runs, and so is a directory holding
     anything but this sweep's store."""
-    runs = expand_sweep(source, source_name=source_name)
+    runs = expand_sweep(source, source_name=source_name, overrides=overrides)
     if only is not None:
         unknown = sorted(set(only) - {r.id for r in runs})
         if unknown:
             raise ValueError(f"no run {unknown[0]!r} in the sweep")
     with claim_store(out) as claim:
         return _run_claimed(
-            claim, source, runs, executor, jobs, address, outputs, progress, source_name, only
+            claim,
+            source,
+            runs,
+            executor,
+            jobs,
+            address,
+            outputs,
+            progress,
+            source_name,
+            only,
+            [f"{p}={v}" for p, v in overrides],
         )
 
 
@@ -85,10 +98,11 @@ def _run_claimed(
     progress: bool,
     source_name: str | None,
     only: Collection[str] | None,
+    overrides: list[str],
 ) -> SweepOutcome:
     directory = claim.target
     name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
-    store = Store(claim, name, [{"id": r.id, "params": r.params} for r in runs])
+    store = Store(claim, name, [{"id": r.id, "params": r.params} for r in runs], overrides)
     done = store.done()
     selected = [r for r in runs if only is None or r.id in only]
     pending = [r for r in selected if r.id not in done]

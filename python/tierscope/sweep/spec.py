@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,11 +37,18 @@ SweepSource = Mapping[str, Any] | str | os.PathLike[str]
 
 
 def expand_sweep(
-    source: SweepSource, *, source_name: str | None = None, base_dir: Path | None = None
+    source: SweepSource,
+    *,
+    source_name: str | None = None,
+    base_dir: Path | None = None,
+    overrides: Sequence[tuple[str, str]] = (),
 ) -> list[SweepRun]:
     """Expands a sweep file (TOML, or JSON when it ends in .json) or dict into its runs.
     A relative `base` path is taken from the file's directory (a dict's: `base_dir`, by
-    default the current directory). Raises `ConfigError` naming file, line and field."""
+    default the current directory). `overrides`: `(PATH, VALUE)` pairs of the command
+    line's `--set`, applied to every run after the sweep's `set` (typed by the config; an
+    axis on the same path is refused). Raises `ConfigError` naming file, line and
+    field."""
     if isinstance(source, Mapping):
         text, fmt = json.dumps(source, indent=1), "json"
         name = source_name or DICT_SOURCE
@@ -58,5 +65,5 @@ def expand_sweep(
             dropped=list(r.dropped),
             experiment=Experiment(r.experiment),
         )
-        for r in _core.expand_sweep(text, name, directory, fmt)
+        for r in _core.expand_sweep(text, name, directory, fmt, list(overrides))
     ]

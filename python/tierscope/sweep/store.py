@@ -196,8 +196,16 @@ class Store:
     """The result store claimed by `claim` (`claim_store`) for the sweep whose runs are
     `runs` (`{"id", "params"}` each, in order)."""
 
-    def __init__(self, claim: outdir.Claim, source: str, runs: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        claim: outdir.Claim,
+        source: str,
+        runs: list[dict[str, Any]],
+        overrides: list[str] | None = None,
+    ) -> None:
         self.claim = claim
+        #: The command line's `--set PATH=VALUE` overrides, recorded in sweep.json.
+        self.overrides = overrides or []
         self.directory = directory = claim.target
         self.rows = directory / "rows"
         self.runs = runs
@@ -217,7 +225,9 @@ class Store:
     def _open(self, source: str) -> None:
         display = self.claim.display
         manifest = self.directory / "sweep.json"
-        doc = {"source": source, "runs": self.runs}
+        doc: dict[str, Any] = {"source": source, "runs": self.runs}
+        if self.overrides:
+            doc["overrides"] = self.overrides
         if manifest.is_file():
             old = _read_json(manifest)
             runs = old.get("runs", []) if isinstance(old, dict) else None
@@ -229,6 +239,12 @@ class Store:
                 raise OutputError(
                     f"{display}: holds another sweep (its runs differ from this one's); "
                     "choose another --out"
+                )
+            if old.get("overrides", []) != self.overrides:
+                given = " ".join(f"--set {o}" for o in old.get("overrides", [])) or "no --set"
+                raise OutputError(
+                    f"{display}: holds this sweep run with other overrides ({given}); "
+                    "give the same ones, or choose another --out"
                 )
         try:
             self.rows.mkdir(exist_ok=True)
