@@ -47,6 +47,8 @@ class Tuning:
     reference: float | None = None
     #: The cost is a score (larger is better): trials and curve hold it as it is.
     maximize: bool = False
+    #: What the cost counts, for printing: "ns" (a runtime), or a monitor's summary key.
+    cost_unit: str = "ns"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -136,13 +138,15 @@ def tune_experiment(
     stops: Sequence[tuple[str, float]] = CORI_STOPS,
     grid_timestep: int | None = None,
     unit: str = "ns",
+    overrides: Sequence[tuple[str, str]] = (),
 ) -> Tuning:
     """Tunes `param` (a config path: a duration in ns, or values as given with `unit`
     "raw") of the experiment at `path` with `cost(value)` (one run each): candidates from
-    the phases' loop-duration histogram, or `values` when given (tried in that order)."""
+    the phases' loop-duration histogram, or `values` when given (tried in that order).
+    `overrides`: `--set` pairs applied to the experiment first (`load_experiment`)."""
     from tierscope.experiment import load_experiment
 
-    exp = load_experiment(path)
+    exp = load_experiment(path, overrides=overrides)
     duration = exp.duration_ns
     bars = loop_bars(exp.phase_durations_ns, duration)
     dr = _core.cori_dominant_reuse(bars) if bars else None

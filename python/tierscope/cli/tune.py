@@ -107,7 +107,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="STEP",
         help="also the cost at every multiple of STEP",
     )
-    p.add_argument("--out", metavar="DIR", help="write trials.csv, curve.csv, tune.json, tune.png")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="experiment: set a field first, repeatable (seed=3, monitors[0].aggr=100ms); "
+        "not --param itself",
+    )
+    p.add_argument(
+        "-o", "--out", metavar="DIR", help="write trials.csv, curve.csv, tune.json, tune.png"
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -128,7 +137,9 @@ def _experiment_cost(args: argparse.Namespace) -> Any:
 
     def cost(value: Any) -> float:
         setting = f"{value}ns" if args.unit == "ns" else value
-        (r,) = tierscope.expand_sweep({"base": str(path), "set": {args.param: setting}})
+        (r,) = tierscope.expand_sweep(
+            {"base": str(path), "set": {args.param: setting}}, overrides=args.overrides
+        )
         result = tierscope.run(r.experiment, progress=False)
         if args.monitor:
             m = result.monitors.get(args.monitor)
@@ -158,6 +169,13 @@ def _experiment_cost(args: argparse.Namespace) -> Any:
 
 
 def _check(args: argparse.Namespace) -> None:
+    from tierscope.experiment import parse_set
+
+    args.overrides = parse_set(args.set)
+    if args.overrides and not args.experiment:
+        raise ConfigError(f"{_source()}: --set: only with an experiment file")
+    if any(p == args.param for p, _ in args.overrides):
+        raise ConfigError(f"{_source()}: --set: `{args.param}` is the --param being tuned")
     if args.experiment:
         if not args.param:
             raise ConfigError(f"{_source()}: --param: tuning an experiment needs the path to tune")
@@ -202,7 +220,10 @@ def tune(args: argparse.Namespace, claim: outdir.Claim | None) -> int:
             stops=stops,
             grid_timestep=args.exhaustive,
             unit=args.unit,
+            overrides=args.overrides,
         )
+        if args.monitor:
+            tuning.cost_unit = args.metric
         if args.maximize:
             tuning.maximize = True
             tuning.trials = [(p, -c) for p, c in tuning.trials]
@@ -244,19 +265,38 @@ def render(t: cori.Tuning) -> str:
         f"dominant reuse: {t.dominant_reuse if t.dominant_reuse is not None else '-'}"
         f" ({len(t.bars)} bars); candidates: {len(t.candidates)}",
     ]
-    rows = [["trial", "value", "cost"]]
+    rows = [["trial", "value", f"cost ({cost_unit(t)})"]]
     for i, (p, c) in enumerate(t.trials, 1):
         rows.append([str(i), str(p), f"{c:.6g}"])
     lines.append(align(rows))
     if t.chosen:
-        lines.append(f"chosen: {t.chosen[0]} (cost {t.chosen[1]:.6g}) after {len(t.trials)} trials")
+        lines.append(
+            f"chosen: {t.chosen[0]} (cost {cost_text(t, t.chosen[1])}) after {len(t.trials)} trials"
+        )
     else:
         lines.append("chosen: none (no candidate)")
     if t.curve:
         pick = max if t.maximize else min
         best = pick(t.curve, key=lambda x: x[1])
-        lines.append(f"exhaustive: {len(t.curve)} values, best {best[0]} (cost {best[1]:.6g})")
+        lines.append(
+            f"exhaustive: {len(t.curve)} values, best {best[0]} (cost {cost_text(t, best[1])})"
+        )
     return "\n".join(lines)
+
+
+def cost_unit(t: cori.Tuning) -> str:
+    """What the cost column counts: ns of (modelled) run time, or the monitor's metric."""
+    return "ns of run time" if t.cost_unit == "ns" else t.cost_unit
+
+
+def cost_text(t: cori.Tuning, c: float) -> str:
+    """A cost with its unit, and the slowdown over all-fast when there is a reference."""
+    if t.cost_unit != "ns":
+        return f"{t.cost_unit} {c:.6g}"
+    text = f"{c:.6g} ns"
+    if t.reference:
+        text += f", {100.0 * (c / t.reference - 1.0):.2f} % slower than all-fast"
+    return text
 
 
 def write(t: cori.Tuning, out: Path) -> None:
