@@ -1,5 +1,6 @@
 """`tierscope compare DIR` (python/tierscope/cli/compare.py): rows from metrics.json, the
-printed table, the files written, and the error for a directory without metrics."""
+printed table, the files written where --out says (never into DIR), and the error for a
+directory without metrics. Several runs: tests/test_cli_conventions.py."""
 
 from __future__ import annotations
 
@@ -46,15 +47,17 @@ def test_rows_take_summary_cost_and_windows_after_warmup() -> None:
 
 def test_table_and_files(tmp_path: Path, capsys: object) -> None:
     (tmp_path / "metrics.json").write_text(json.dumps(metrics()))
-    assert compare.main([str(tmp_path)]) == 0
+    assert compare.main([str(tmp_path), "--out", str(tmp_path.parent / "cmp")]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"], "not into DIR"
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     header, rule, line = out.splitlines()
     assert header.split()[:2] == ["monitor", "kind"] and set(rule) <= {"-", " "}
     assert line.split()[:6] == ["pebs-agg", "pebs", "0.900", "0.750", "0.800", "2.500"]
     assert "12,345" in line and "1.2500" in line
-    md = (tmp_path / "compare.md").read_text().splitlines()
+    cmp = tmp_path.parent / "cmp"
+    md = (cmp / "compare.md").read_text().splitlines()
     assert md[0].startswith("| monitor | kind | precision") and md[2].startswith("| pebs-agg |")
-    assert json.loads((tmp_path / "compare.json").read_text())[0]["pmu_samples"] == 999
+    assert json.loads((cmp / "compare.json").read_text())[0]["pmu_samples"] == 999
 
 
 def test_missing_metrics_is_bad_input(tmp_path: Path, capsys: object) -> None:

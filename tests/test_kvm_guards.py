@@ -66,12 +66,12 @@ def test_a_run_short_of_its_rate_is_flagged_everywhere(tmp_path: Path) -> None:
     assert table[0].split()[-1] == "valid", proc.stdout
     assert table[1].split()[0] == "telescope-bnd" and table[1].split()[-1] == "NO"
 
-    cmp = run_cli("compare", "out", cwd=tmp_path)
+    cmp = run_cli("compare", "out", "--out", "cmp", cwd=tmp_path)
     assert cmp.returncode == 0, cmp.stderr
     lines = cmp.stdout.splitlines()
     assert lines[0].split()[-1] == "valid" and lines[2].split()[-1] == "NO", cmp.stdout
     assert any(x.startswith("telescope-bnd: invalid: the guest reached") for x in lines)
-    rows = json.loads((tmp_path / "out" / "compare.json").read_text())
+    rows = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert rows[0]["valid"] is False and rows[0]["invalid_reason"] == m["invalid_reason"]
 
 

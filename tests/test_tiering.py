@@ -221,7 +221,8 @@ def test_run_prints_a_policy_table(cli_run: tuple[Path, str]) -> None:
 
 def test_compare_prints_policy_rows(cli_run: tuple[Path, str], capsys: Any) -> None:
     out, _ = cli_run
-    assert compare.main([str(out)]) == 0
+    cmp = out.parent / f"{out.name}-compare"
+    assert compare.main([str(out), "--out", str(cmp), "--force"]) == 0
     text = capsys.readouterr().out
     monitor_table, policy_table = text.strip().split("\n\n")
     assert monitor_table.splitlines()[0].split()[:2] == ["monitor", "kind"]
@@ -236,16 +237,17 @@ def test_compare_prints_policy_rows(cli_run: tuple[Path, str], capsys: Any) -> N
         f"{m['oracle']['summary']['speedup_over_slow']:.3f}",
         "1.000",
     ]
-    rows = json.loads((out / "compare-policies.json").read_text())
+    assert not list(out.glob("compare*")), "compare writes only where --out says"
+    rows = json.loads((cmp / "compare.json").read_text())["policies"]
     assert [r["run"] for r in rows] == RUNS
     rule = rows[1]
     mig = m["telescope-rule@telescope-bnd"]["migration"]
     assert rule["promoted_gb"] == pytest.approx(mig["promoted_bytes"] / 1e9)
     assert rule["migration_cpu_ms"] == pytest.approx(mig["cpu_ns"] / 1e6)
-    md = (out / "compare.md").read_text()
+    md = (cmp / "compare.md").read_text()
     assert "| policy run | kind | speed-up over slow |" in md
-    # compare.json keeps its layout: the monitor rows.
-    assert [r["monitor"] for r in json.loads((out / "compare.json").read_text())] == [
+    # compare.json holds what --format json prints: the monitor and policy rows.
+    assert [r["monitor"] for r in json.loads((cmp / "compare.json").read_text())["monitors"]] == [
         "damon-mod",
         "telescope-bnd",
     ]

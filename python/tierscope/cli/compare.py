@@ -1,14 +1,19 @@
-"""`tierscope compare DIR`: the monitors of one run side by side, in the shape of the
+"""`tierscope compare RUN [RUN...]`: the monitors and tiering policy runs of runs side
+by side. A RUN is the output directory of `tierscope run` (its metrics.json), or a sweep
+store (`tierscope sweep --out`: every stored run, from runs/<id>/metrics.json when the
+sweep wrote full outputs, else from its rows). One run: the monitors in the shape of the
 Telescope paper's Table 2 (kernel-thread cycles) and Figure 10 (ACCESSED bits flipped),
 with precision, recall, flushes, PMU samples, the missed hot memory and the modelled
-application slowdown. When the experiment has `[tiering]`, a second table has one row per
-policy run: speed-up over all-slow, gap to the oracle, fast-tier hit ratio, bytes
-migrated and the migrations' CPU time.
+application slowdown, and with `[tiering]` a second table, one row per policy run:
+speed-up over all-slow, gap to the oracle, fast-tier hit ratio, bytes migrated and the
+migrations' CPU time. Several runs: the same tables with a `run` column, then what
+differs: the settings whose values differ between the runs, and each monitor's and
+policy run's scores against the first run that has it.
 
-It reads DIR/metrics.json only (written by `tierscope run`), prints the table(s) and writes
-DIR/compare.md (the tables as Markdown), DIR/compare.json (the monitor rows) and, with
-policy runs, DIR/compare-policies.json (the policy rows). It imports nothing from the
-extension, so it also runs as `python3 python/tierscope/cli/compare.py DIR`.
+It reads the inputs only and never writes into them: the tables go to stdout, and with
+--out DIR also to DIR/compare.md (Markdown) and DIR/compare.json (rows and differences),
+with DIR's tierscope-manifest.json. It imports nothing from the extension, so it also
+runs as `python3 python/tierscope/cli/compare.py RUN...`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +80,7 @@ migrations.
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare the monitors of a run (cycles, bits flipped, precision/recall)",
+        help="compare the monitors and policies of runs and sweeps side by side",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -84,15 +90,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", help="output directory of `tierscope run`")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="output directory of `tierscope run`, or a sweep store of `tierscope sweep`",
+    )
     p.add_argument(
         "--format",
         choices=("table", "markdown", "json"),
         default="table",
-        help="what to print (default: an aligned table); the files are written regardless. "
-        "json prints the monitor rows, or with policy runs {monitors: [...], policies: [...]}",
+        help="what to print (default: aligned tables). json, of one run: its monitor rows, "
+        "or with policy runs {monitors: [...], policies: [...]}; of several: {runs, "
+        "monitors, policies, settings, changes}",
     )
-    p.add_argument("--no-write", action="store_true", help="print only; write no files")
+    p.add_argument(
+        "-o",
+        "--out",
+        metavar="DIR",
+        help="also write DIR/compare.md and DIR/compare.json (never into a RUN)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier compare output in DIR (only the files tierscope wrote)",
+    )
+    # Kept for scripts written when compare wrote into the run directory: it never does now.
+    p.add_argument("--no-write", action="store_true", help=argparse.SUPPRESS)
 
 
 class CompareError(Exception):
@@ -184,15 +208,15 @@ def _cells(table: list[dict[str, Any]], columns: Columns) -> tuple[list[str], li
     return headers, body
 
 
-def format_table(table: list[dict[str, Any]], columns: Columns = COLUMNS) -> str:
-    """An aligned table: the first two columns (names) left-aligned, the rest right."""
+def format_table(table: list[dict[str, Any]], columns: Columns = COLUMNS, names: int = 2) -> str:
+    """An aligned table: the first `names` columns left-aligned, the rest right."""
     headers, body = _cells(table, columns)
     widths = [max(len(x) for x in col) for col in zip(headers, *body, strict=True)]
     lines = []
     for i, row in enumerate([headers, *body]):
         lines.append(
             "  ".join(
-                c.ljust(w) if j < 2 else c.rjust(w)
+                c.ljust(w) if j < names else c.rjust(w)
                 for j, (c, w) in enumerate(zip(row, widths, strict=True))
             ).rstrip()
         )
@@ -233,42 +257,299 @@ def load(directory: Path) -> dict[str, Any]:
     return doc
 
 
-def run(args: argparse.Namespace) -> int:
-    directory = Path(args.dir)
+@dataclass
+class Run:
+    """One compared run: its label, its metrics document (or one made from a sweep's
+    rows) and its settings (the experiment's fields, flattened to paths)."""
+
+    label: str
+    metrics: dict[str, Any]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """`{"a": {"b": [1, {"c": 2}]}}` -> `{"a.b[0]": 1, "a.b[1].c": 2}` (the sweep path
+    syntax)."""
+    out: dict[str, Any] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            out.update(flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = value
+    return out
+
+
+def _sweep_row_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A metrics document from a sweep run's stored rows (no windows: the columns
+    computed from windows are left empty)."""
+    monitors: dict[str, Any] = {}
+    policies: dict[str, Any] = {}
+    for r in rows:
+        if (r.get("row") or "monitor") == "monitor":
+            cost = {"bits_cleared": r.get("bits_cleared")}
+            monitors[r["monitor"]] = {**r, "cost": cost, "windows": []}
+        else:
+            policies[r["policy_run"]] = {
+                "kind": r.get("policy_kind", ""),
+                "monitor": r.get("monitor"),
+                "summary": r,
+                "migration": {
+                    "promoted_bytes": r.get("promoted_bytes") or 0,
+                    "demoted_bytes": r.get("demoted_bytes") or 0,
+                },
+            }
+    return {"monitors": monitors, "policies": policies}
+
+
+def load_sweep_runs(directory: Path) -> list[Run]:
+    """The stored runs of a sweep store: from runs/<id>/metrics.json when the sweep wrote
+    full outputs, else from its Parquet rows (runs not stored yet are left out)."""
     try:
-        metrics = load(directory)
+        doc = json.loads((directory / "sweep.json").read_text())
+        listed = [(str(r["id"]), r.get("params") or {}) for r in doc["runs"]]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        where = directory / "sweep.json"
+        raise CompareError(f"{where}: not a sweep's list of runs ({e})") from None
+    out: list[Run] = []
+    missing = [i for i, _ in listed if not (directory / "runs" / i / "metrics.json").is_file()]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    if missing:
+        import polars as pl
+
+        for i in missing:
+            f = directory / "rows" / f"{i}.parquet"
+            if f.is_file():
+                by_run[i] = pl.read_parquet(f).to_dicts()
+    for i, params in listed:
+        label = f"{directory.name}/{i}"
+        if i not in missing:
+            m = load(directory / "runs" / i)
+            out.append(Run(label, m, flatten(m.get("experiment") or {})))
+        elif i in by_run:
+            out.append(Run(label, _sweep_row_metrics(by_run[i]), flatten(params)))
+    if not out:
+        raise CompareError(f"{directory}: the sweep has no stored run yet")
+    return out
+
+
+def load_runs(paths: Sequence[str]) -> list[Run]:
+    """Every run of the inputs, labelled by directory name (by the path as given when
+    two names clash)."""
+    runs: list[Run] = []
+    for p in paths:
+        d = Path(p)
+        if (d / "sweep.json").is_file() and not (d / "metrics.json").is_file():
+            runs += load_sweep_runs(d)
+        else:
+            m = load(d)
+            runs.append(Run(d.name or str(d), m, flatten(m.get("experiment") or {})))
+    labels = [r.label for r in runs]
+    if len(set(labels)) < len(labels):
+        for r, p in zip(runs, _given_labels(paths, runs), strict=True):
+            r.label = p
+    return runs
+
+
+def _given_labels(paths: Sequence[str], runs: list[Run]) -> list[str]:
+    """Labels made from the paths as given (for clashing directory names)."""
+    out: list[str] = []
+    k = 0
+    for p in paths:
+        d = Path(p)
+        if (d / "sweep.json").is_file() and not (d / "metrics.json").is_file():
+            n = sum(1 for r in runs[k:] if r.label.startswith(f"{d.name}/"))
+            out += [f"{p.rstrip('/')}/{r.label.split('/', 1)[1]}" for r in runs[k : k + n]]
+            k += n
+        else:
+            out.append(p.rstrip("/") or p)
+            k += 1
+    return out
+
+
+#: The scores compared between runs: (row key, header).
+MONITOR_CHANGES = [
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("f1", "f1"),
+    ("cpu_percent", "cpu %"),
+    ("app_slowdown_percent", "app slowdown %"),
+]
+POLICY_CHANGES = [
+    ("speedup_over_slow", "speed-up over slow"),
+    ("gap_to_oracle", "gap to oracle"),
+    ("fast_hit_ratio", "fast-hit ratio"),
+    ("promoted_gb", "GB promoted"),
+]
+
+
+def setting_differences(runs: list[Run]) -> list[dict[str, Any]]:
+    """The settings whose values differ between the runs: `{"setting", <label>: value}`
+    each (absent where a run does not have it), in path order."""
+    keys = sorted({k for r in runs for k in r.settings})
+    out = []
+    for k in keys:
+        values = {json.dumps(r.settings.get(k, "-"), sort_keys=True) for r in runs}
+        if len(values) > 1:
+            out.append({"setting": k, **{r.label: r.settings.get(k) for r in runs}})
+    return out
+
+
+def changes(
+    table: list[dict[str, Any]], key: str, scores: list[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """Each row's scores minus those of the first run with the same `key` (monitor name
+    or policy run): one row per later run, `{key, "run", "against", <score>: difference}`."""
+    first: dict[str, dict[str, Any]] = {}
+    out = []
+    for r in table:
+        base = first.setdefault(r[key], r)
+        if base is r:
+            continue
+        row: dict[str, Any] = {key: r[key], "run": r["run"], "against": base["run"]}
+        for k, _ in scores:
+            a, b = base.get(k), r.get(k)
+            row[k] = None if a is None or b is None else b - a
+        out.append(row)
+    return out
+
+
+def _change_columns(key: str, header: str, scores: list[tuple[str, str]]) -> Columns:
+    return [
+        (key, header, "{}"),
+        ("run", "run", "{}"),
+        ("against", "against", "{}"),
+        *[(k, f"Δ {h}", "{:+.3f}") for k, h in scores],
+    ]
+
+
+def _setting_columns(runs: list[Run]) -> Columns:
+    return [("setting", "setting", "{}"), *[(r.label, r.label, "{}") for r in runs]]
+
+
+def _fmt_value(v: Any) -> Any:
+    return v if not isinstance(v, (dict, list)) else json.dumps(v)
+
+
+def _out_inside_input(out: Path, inputs: Sequence[str]) -> str | None:
+    o = out.resolve()
+    for p in inputs:
+        d = Path(p).resolve()
+        if o == d or d in o.parents:
+            return p
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        runs = load_runs(args.runs)
     except CompareError as e:
         print(f"tierscope: error: {e}", file=sys.stderr)
         return 2
+    if args.out:
+        inside = _out_inside_input(Path(args.out), args.runs)
+        if inside is not None:
+            print(
+                f"tierscope: error: command line: --out: {args.out} is inside the input "
+                f"{inside}: compare never writes into what it reads",
+                file=sys.stderr,
+            )
+            return 2
+    if len(runs) == 1:
+        text, markdown, doc = _one(runs[0].metrics)
+    else:
+        text, markdown, doc = _several(runs)
+    if args.format == "json":
+        print(json.dumps(doc, indent=2))
+    elif args.format == "markdown":
+        print(markdown)
+    else:
+        print(text)
+    if args.out:
+        from tierscope import outdir
+
+        with outdir.claim(args.out, "compare", force=args.force) as claim:
+            with claim.stage() as staging:
+                (staging / "compare.md").write_text(markdown + "\n")
+                (staging / "compare.json").write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.out}/compare.md, compare.json", file=sys.stderr)
+    return 0
+
+
+def _one(metrics: dict[str, Any]) -> tuple[str, str, Any]:
+    """One run: its tables (text, Markdown) and its JSON document."""
     table, policies = rows(metrics), policy_rows(metrics)
     columns, notes = monitor_columns(table)
     markdown = format_markdown(table, columns) + "".join(f"\n\n{n}" for n in notes)
     if policies:
         markdown += "\n\n" + format_markdown(policies, POLICY_COLUMNS)
-    if args.format == "json":
-        # Without policy runs, the monitor rows as before; with them, both lists.
-        doc: Any = {"monitors": table, "policies": policies} if policies else table
-        print(json.dumps(doc, indent=2))
-    elif args.format == "markdown":
-        print(markdown)
-    else:
-        print(format_table(table, columns))
-        for note in notes:
-            print(note)
-        if policies:
-            print()
-            print(format_table(policies, POLICY_COLUMNS))
-    if not args.no_write:
-        (directory / "compare.md").write_text(markdown + "\n")
-        (directory / "compare.json").write_text(json.dumps(table, indent=2) + "\n")
-        if policies:
-            text = json.dumps(policies, indent=2) + "\n"
-            (directory / "compare-policies.json").write_text(text)
-    return 0
+    text = "\n".join([format_table(table, columns), *notes])
+    if policies:
+        text += "\n\n" + format_table(policies, POLICY_COLUMNS)
+    # Without policy runs, the monitor rows as before; with them, both lists.
+    doc: Any = {"monitors": table, "policies": policies} if policies else table
+    return text, markdown, doc
+
+
+def _several(runs: list[Run]) -> tuple[str, str, Any]:
+    """Several runs: the tables with a run column, then the differences."""
+    run_col: Columns = [("run", "run", "{}")]
+    table = [{"run": r.label, **row} for r in runs for row in rows(r.metrics)]
+    policies = [{"run_label": r.label, **row} for r in runs for row in policy_rows(r.metrics)]
+    columns, notes = monitor_columns(table)
+    # Names first (left-aligned): run, monitor, kind.
+    mcols = run_col + columns
+    pcols: Columns = [("run_label", "run", "{}"), *POLICY_COLUMNS]
+    settings = setting_differences(runs)
+    scols = _setting_columns(runs)
+    shown = [{k: _fmt_value(v) for k, v in s.items()} for s in settings]
+    mchanges = changes(table, "monitor", MONITOR_CHANGES)
+    pchanges = changes(
+        [{**p, "run": p["run_label"], "policy_run": p["run"]} for p in policies],
+        "policy_run",
+        POLICY_CHANGES,
+    )
+    sections: list[tuple[str, list[dict[str, Any]], Columns, int]] = [
+        ("monitors", table, mcols, 3),
+        ("policy runs", policies, pcols, 3),
+        ("settings that differ", shown, scols, 1),
+        (
+            "monitors against the first run that has them",
+            mchanges,
+            _change_columns("monitor", "monitor", MONITOR_CHANGES),
+            3,
+        ),
+        (
+            "policy runs against the first run that has them",
+            pchanges,
+            _change_columns("policy_run", "policy run", POLICY_CHANGES),
+            3,
+        ),
+    ]
+    text_parts, md_parts = [], []
+    for title, body, cols, names in sections:
+        if not body and title != "monitors":
+            continue
+        text_parts.append(f"{title}:\n{format_table(body, cols, names)}")
+        md_parts.append(f"### {title}\n\n{format_markdown(body, cols)}")
+        if title == "monitors" and notes:
+            text_parts[-1] += "".join(f"\n{n}" for n in notes)
+    if not settings:
+        text_parts.append("settings that differ: none")
+    doc = {
+        "runs": [r.label for r in runs],
+        "monitors": table,
+        "policies": policies,
+        "settings": settings,
+        "changes": {"monitors": mchanges, "policies": pchanges},
+    }
+    return "\n\n".join(text_parts), "\n\n".join(md_parts), doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point (`python3 compare.py DIR`)."""
+    """Stand-alone entry point (`python3 compare.py RUN...`)."""
     p = argparse.ArgumentParser(prog="tierscope compare", epilog=EPILOG)
     _arguments(p)
     return run(p.parse_args(argv))
