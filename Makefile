@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 # maturin installs into the environment named by VIRTUAL_ENV.
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: venv build run test browser musl
+.PHONY: venv build build-test run test browser musl
 
 # The environment: maturin (the build backend) plus the runtime, dev and ray (the sweep
 # executor's optional extra, tested here) dependencies listed in pyproject.toml. The
@@ -28,6 +28,13 @@ $(VENV)/.stamp: pyproject.toml
 build: venv
 	$(BIN)/maturin develop --release --quiet
 
+# The same for the test suite, with Cargo.toml's test-release profile (release without
+# link-time optimisation): the Rust tests build on the same artifacts, and the wheel the
+# suite builds (tests/test_wheel.py, told by TIERSCOPE_BUILD_PROFILE) reuses them.
+TEST_PROFILE := test-release
+build-test: venv
+	$(BIN)/maturin develop --profile $(TEST_PROFILE) --quiet
+
 run: build
 	$(BIN)/tierscope run experiments/default.toml --out runs/default --force
 
@@ -46,12 +53,12 @@ musl:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools valgrind >/dev/null) || \
 		echo "musl-tools or valgrind could not be installed: the program tests will be skipped"
 
-test: build browser musl
+test: build-test browser musl
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace --profile test-release
+	cargo test --workspace --profile $(TEST_PROFILE)
 	$(BIN)/ruff check python tests scripts
-	TIERSCOPE_TEST_RAY=require $(BIN)/pytest -q tests
+	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) $(BIN)/pytest -q tests
 
 # The experiments behind docs/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \

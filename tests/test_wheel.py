@@ -94,8 +94,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
     t0, cpu0 = time.monotonic(), _children_cpu()
     wheels = base / "wheels"
+    # The profile the extension in .venv was built with (`make test` builds it with
+    # test-release), so the wheel reuses its artifacts.
+    profile = os.environ.get("TIERSCOPE_BUILD_PROFILE", "release")
+    argv = [str(tool), "build", "--profile", profile, "--interpreter", sys.executable]
     build = subprocess.run(
-        [str(tool), "build", "--release", "--interpreter", sys.executable, "-o", str(wheels)],
+        [*argv, "-o", str(wheels)],
         cwd=ROOT,
         capture_output=True,
         text=True,
