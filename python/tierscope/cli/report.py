@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "dir", metavar="DIR", help="a run (metrics.json) or sweep (sweep.json) directory"
     )
-    p.add_argument("--out", metavar="FILE", help="where to write it (default DIR/report.html)")
+    p.add_argument(
+        "-o", "--out", metavar="FILE", help="where to write it (default DIR/report.html)"
+    )
     p.add_argument(
         "--force", action="store_true", help="replace an existing FILE (or DIR/report.html)"
     )

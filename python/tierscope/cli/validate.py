@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope import guards, outdir
+from tierscope.experiment import config_error
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult, _finite_or_none
 from tierscope.texttable import align
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("experiment", metavar="EXPERIMENT", help="experiment file (TOML or JSON)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("-o", "--out", metavar="DIR", help="output directory (required)")
     p.add_argument(
         "--force",
         action="store_true",
@@ -138,6 +139,9 @@ def engine_sweep(path: Path) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     from tierscope import Unavailable, _core, expand_sweep, load_experiment, run
 
+    if not args.out:
+        # One line, not argparse's usage.
+        raise config_error("command line", "give --out DIR", field="--out")
     path = Path(args.experiment)
     out = Path(args.out)
     # The file as written must be valid (errors name its own lines).
