@@ -18,8 +18,9 @@ anything runs:
     than = 0.5              # optional: the reference the claim's direction is about; ours
                             # is in the same direction when it lies on the paper's side
 
-    [claim.sensitivity]     # for a claim ours disagrees with: the one named assumption
-    assumption = "..."      # that, changed in a run, moves ours to the paper's
+    [claim.sensitivity]     # for a claim ours disagrees with (or matches in direction
+    assumption = "..."      # only): the one named assumption that, changed in a run,
+                            # moves ours to the paper's
     command = "..."
     finding = "..."
 
@@ -371,7 +372,7 @@ def rows_for(
         notes.append(c.note or "")
         complete = "paper" in c.check and "tolerance" in c.check
         st = status(c, ours) if complete or not c.modelled else "disagrees"
-        if st == "disagrees" and c.sensitivity:
+        if st in ("disagrees", "same direction") and c.sensitivity:
             s = c.sensitivity
             notes.append(
                 f"cause: {s.get('assumption', '?')}; run `{s.get('command', '?')}`: "
