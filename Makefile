@@ -60,7 +60,7 @@ test: build-test browser musl
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) $(BIN)/pytest -q tests
 
-# The experiments behind docs/RESULTS.md, run through the CLI, then their tables.
+# The experiments behind docs/results/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \
 	heap-10g-1m heap-64g-thp telescope-flush
 .PHONY: results
@@ -68,10 +68,10 @@ results: build
 	for e in $(RESULTS); do $(BIN)/tierscope run --quiet --force experiments/$$e.toml --out runs/$$e || exit 1; done
 	$(BIN)/python scripts/results_table.py $(addprefix runs/,$(RESULTS))
 
-# The claims ledger (docs/CLAIMS.md, issue 25): `tierscope repro claims` runs every
+# The claims ledger (docs/results/CLAIMS.md, issue 25): `tierscope repro claims` runs every
 # measurement the claims name into runs/claims (resumed: a finished one is reused), then
 # its CLAIMS.md is copied into docs/ when no claim has a problem.
 .PHONY: claims
 claims: build musl
 	nice $(BIN)/tierscope repro claims --out runs/claims
-	cp runs/claims/CLAIMS.md docs/CLAIMS.md
+	cp runs/claims/CLAIMS.md docs/results/CLAIMS.md

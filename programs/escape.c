@@ -1,4 +1,4 @@
-/* Tries to reach host files a confined program must not reach (docs/PROGRAMS.md,
+/* Tries to reach host files a confined program must not reach (docs/models/PROGRAMS.md,
  * confinement), one attempt per line: "NAME blocked" or "NAME REACHED". Exits 0 when every
  * attempt was blocked, 1 otherwise. The test that runs it prepares, in the working
  * directory, `link-abs` (a symbolic link to an absolute host path outside it) and

@@ -1,5 +1,5 @@
 """Where a Telescope monitor's false positives come from, window by window, from a run's
-output directory (`tierscope run ... --out DIR`): docs/ROBUSTNESS.md, root causes.
+output directory (`tierscope run ... --out DIR`): docs/results/ROBUSTNESS.md, root causes.
 
     .venv/bin/python scripts/flex_leaks.py runs/DIR telescope-flx telescope-bnd
 

@@ -1,6 +1,6 @@
 """A microbenchmark of the Telescope paper over random layouts (tierscope.studies.robustness) in a
 heap of another size, with the monitors you choose, and the distribution table of
-docs/ROBUSTNESS.md. The layouts are the same draws as `tierscope repro telescope
+docs/results/ROBUSTNESS.md. The layouts are the same draws as `tierscope repro telescope
 --layouts`, scaled to the heap: issue 15 placed the multi-phase benchmark's hot regions
 in a 5 TiB heap, where the paper's file uses 5000 GB.
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--monitors",
         default=",".join(robustness.MONITORS),
-        help="comma-separated presets (default: every monitor of docs/ROBUSTNESS.md)",
+        help="comma-separated presets (default: every monitor of docs/results/ROBUSTNESS.md)",
     )
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=0, metavar="N", help="runs at once")

@@ -17,7 +17,7 @@ needs_kvm = pytest.mark.skipif(KVM_REASON is not None, reason=f"KVM: {KVM_REASON
 
 # 64 MiB heap, 8 MiB hot with random loads and stores, 4 KiB pages (Telescope-bnd then
 # clears PMD entries, flushes, and so sees the leaf bits set again; with 2 MiB pages and
-# a heap inside one PUD it would clear only unflushed leaves, docs/KVM.md).
+# a heap inside one PUD it would clear only unflushed leaves, docs/models/KVM.md).
 KVM_EXPERIMENT = """\
 name = "kvm-tiny"
 duration = "2s"
@@ -99,7 +99,7 @@ def test_quick_form_on_kvm_has_the_shape_of_a_simulated_run(kvm_dir: Path) -> No
     mk = json.loads((kvm_dir / "kvm" / "metrics.json").read_text())
     ms = json.loads((kvm_dir / "exact" / "metrics.json").read_text())
     assert mk["experiment"]["machine"]["engine"] == "kvm"
-    # The same keys, and on kvm the guards' figures (docs/KVM.md).
+    # The same keys, and on kvm the guards' figures (docs/models/KVM.md).
     assert all(m.pop("kvm")["rate_requested"] == 2e6 for m in mk["monitors"].values())
     assert shape(mk["monitors"]) == shape(ms["monitors"])
     assert sorted(p.name for p in (kvm_dir / "kvm").iterdir()) == sorted(
@@ -107,7 +107,7 @@ def test_quick_form_on_kvm_has_the_shape_of_a_simulated_run(kvm_dir: Path) -> No
     )
     t = mk["monitors"]["telescope-bnd"]
     # The guest really ran (slowly: each of Telescope's flushes is a shadow-MMU zap after
-    # which it re-faults every page, docs/KVM.md) and the monitor cleared real bits.
+    # which it re-faults every page, docs/models/KVM.md) and the monitor cleared real bits.
     assert t["machine"]["accesses"] > 10_000
     assert t["monitor_cpu_ns"] > 0 and t["bits_cleared"] > 0
     assert t["windows_evaluated"] >= 3

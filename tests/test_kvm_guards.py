@@ -1,4 +1,4 @@
-"""The kvm engine's guards against silently wrong results through the CLI (docs/KVM.md):
+"""The kvm engine's guards against silently wrong results through the CLI (docs/models/KVM.md):
 a run that falls short of the rate asked is flagged in metrics.json, in the table `run`
 prints, in `compare`, and by one warning line on stderr; its scores are kept. Tests that
 need KVM skip with the reason it is unavailable."""

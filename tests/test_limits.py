@@ -1,6 +1,6 @@
 """Issue 28, input limits: inputs that panicked, aborted, ran without end or were silently
 changed give one line naming the file, line and field (or the option), exit status 2,
-and leave no output behind (docs/EXPERIMENTS.md, "Limits")."""
+and leave no output behind (docs/reference/EXPERIMENTS.md, "Limits")."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_duplicate_json_keys(workdir: Path) -> None:
 
 
 def test_limits_table_in_the_docs_matches_the_code() -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "EXPERIMENTS.md").read_text()
+    docs = (Path(__file__).parent.parent / "docs" / "reference" / "EXPERIMENTS.md").read_text()
     table = docs.split("## Limits", 1)[1].split("\n## ", 1)[0]
     for name, value in _core.limits().items():
         assert f"`{name}`" in table, name

@@ -80,7 +80,7 @@ def test_a_program_prints_what_it_prints_natively(tmp_path: Path) -> None:
     assert "exited with status 0" in pml["program"]
     # The truth is the write log (the 8 MiB buffer and more), and the pml monitor's
     # report of written blocks found some of it: precision 1 by construction, as both
-    # read the same log (docs/PROGRAMS.md).
+    # read the same log (docs/models/PROGRAMS.md).
     assert pml["windows"], "no window closed"
     assert sum(w["true_hot_bytes"] for w in pml["windows"]) >= 8 << 20
     assert sum(w["reported_hot_bytes"] for w in pml["windows"]) > 0

@@ -68,7 +68,7 @@ def test_every_paper_experiment_has_layouts() -> None:
 
 
 def test_gib_layouts_put_every_region_edge_18_mib_past_a_gib_boundary(tmp_path: Path) -> None:
-    # docs/ROBUSTNESS.md explains Telescope-FLX's precision on these layouts by where the
+    # docs/results/ROBUSTNESS.md explains Telescope-FLX's precision on these layouts by where the
     # hot regions' edges fall on the 1 GiB and 512 GiB entry grid: checked here against
     # the simulated process's real layout.
     regions = robustness.layout("multiphase-5t", 0)

@@ -1,4 +1,4 @@
-"""Memory traces of real programs as workloads (docs/TRACES.md): lackey's text and the
+"""Memory traces of real programs as workloads (docs/models/TRACES.md): lackey's text and the
 binary format replay identically on the exact engine, markers become phases, bad traces
 and settings exit 2 naming the file, line or field, and a real program traced by valgrind
 converts and replays."""

@@ -1,5 +1,5 @@
 """Cori's method for choosing how often something periodic acts (Doudali et al., IPDPS
-2021; docs/CORI.md): find the workload's dominant reuse, try multiples of it shortest
+2021; docs/techniques/CORI.md): find the workload's dominant reuse, try multiples of it shortest
 first, stop when the runtime settles, keep the best.
 
 Two sources of reuse:
@@ -24,7 +24,7 @@ from typing import Any
 from tierscope import _core
 from tierscope.experiment import ConfigError
 
-#: Cori's stopping rules (docs/CORI.md, "The Tuner"): a trial within 3 % of the best before
+#: Cori's stopping rules (docs/techniques/CORI.md, "The Tuner"): a trial within 3 % of the best before
 #: it, or two trials in a row without a new best.
 CORI_STOPS: tuple[tuple[str, float], ...] = (("within", 3.0), ("no-gain", 2.0))
 

@@ -87,7 +87,7 @@ ExperimentSource = Experiment | Mapping[str, Any] | str | os.PathLike[str]
 def read_config_file(path: Path, name: str, what: str) -> tuple[str, str]:
     """The text of a TOML or JSON file (JSON when it ends in .json) and its format;
     `ConfigError` naming `name` when it cannot be read or is larger than the limit of
-    docs/EXPERIMENTS.md ("Limits"), checked on its metadata and while reading (a device or
+    docs/reference/EXPERIMENTS.md ("Limits"), checked on its metadata and while reading (a device or
     a pipe reports no size)."""
     limit = _core.limits()["config_file_bytes"]
     too_large = f"the {what} file is larger than {limit >> 20} MiB (the limit)"

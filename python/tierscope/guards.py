@@ -1,4 +1,4 @@
-"""What the CLI says about the kvm engine's guards (docs/KVM.md, "Guards against silently
+"""What the CLI says about the kvm engine's guards (docs/models/KVM.md, "Guards against silently
 wrong results"): the ACCESSED probe's answer, once per process, and one warning line per
 monitor whose run is invalid. Runs on the simulated engines carry no guards and print
 nothing."""

@@ -143,12 +143,12 @@ class MonitorResult:
     program_status: int | None = None
     #: On the kvm engine: the guards' figures and verdict (valid, invalid_reason,
     #: rate_requested, rate_achieved, windows_stretched, the ACCESSED probe, ...;
-    #: docs/KVM.md); None on the simulated engines.
+    #: docs/models/KVM.md); None on the simulated engines.
     kvm: dict[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
-        """False when the kvm engine fell short of what was asked (docs/KVM.md); the
+        """False when the kvm engine fell short of what was asked (docs/models/KVM.md); the
         scores are kept all the same."""
         return bool(self.kvm.get("valid", True)) if self.kvm else True
 

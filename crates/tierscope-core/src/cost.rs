@@ -99,7 +99,7 @@ impl CostCounters {
 /// Cycles per counted operation, and the clock that turns cycles into a share of a core.
 ///
 /// The defaults are estimates for a kernel thread on a Cascade Lake Xeon at 2.1 GHz (the
-/// Telescope paper's Xeon Gold 6238M); docs/COST_MODEL.md explains each one. They are
+/// Telescope paper's Xeon Gold 6238M); docs/models/COST_MODEL.md explains each one. They are
 /// modelled, not measured: override them in the experiment file to test sensitivity, or
 /// take them from the KVM engine's calibration on a real host.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -148,7 +148,7 @@ pub struct CostModel {
     /// Handling one NEMO notification interrupt (an MSI, the driver's dispatch).
     pub nemo_interrupt: f64,
     /// One "PML log full" VM exit on a workload core: the exit and re-entry round trip
-    /// plus the host moving the 512 entries into its dirty bitmap (docs/COST_MODEL.md).
+    /// plus the host moving the 512 entries into its dirty bitmap (docs/models/COST_MODEL.md).
     pub pml_exit: f64,
     /// Clock of the monitoring core, Hz.
     pub cpu_hz: f64,

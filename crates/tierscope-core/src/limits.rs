@@ -1,4 +1,4 @@
-//! The limits every input is checked against (docs/EXPERIMENTS.md, "Limits"), and reading
+//! The limits every input is checked against (docs/reference/EXPERIMENTS.md, "Limits"), and reading
 //! files within them.
 //!
 //! Each limit is there so that what it bounds cannot overflow the arithmetic that uses it,
@@ -127,7 +127,7 @@ fn too_large(file: &str, what: &str, max: u64) -> FieldError {
     file_error(
         file,
         format!(
-            "the {what} is larger than {} (the limit: docs/EXPERIMENTS.md, \"Limits\")",
+            "the {what} is larger than {} (the limit: docs/reference/EXPERIMENTS.md, \"Limits\")",
             human_bytes(max)
         ),
     )

@@ -308,7 +308,7 @@ pub trait Engine: Machine + Send {
 
     /// On a real machine, which runs in real time: what it achieved against what it was
     /// asked (the access rate, each truth window's real length against the time the
-    /// monitor asked to sleep in it), for the runner's guards (docs/KVM.md); `None` on
+    /// monitor asked to sleep in it), for the runner's guards (docs/models/KVM.md); `None` on
     /// the simulated engines, which always do exactly what they are asked.
     fn real_time_report(&self) -> Option<RealTimeReport> {
         None

@@ -3,7 +3,7 @@
 //! capability through which a tiering policy's migrations reach a machine.
 //!
 //! The preset constants and the loaded-latency shape are documented with their sources in
-//! docs/TIERING.md.
+//! docs/models/TIERING.md.
 
 use crate::addr::AddrRange;
 use crate::placement::Placement;
@@ -74,7 +74,7 @@ impl TierPreset {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The queueing coefficient of every preset: latency 1.1x idle at 50 % utilisation, 1.9x
-/// at 90 %, about 11x at saturation (docs/TIERING.md, the loaded-latency curve).
+/// at 90 %, about 11x at saturation (docs/models/TIERING.md, the loaded-latency curve).
 pub const DEFAULT_QUEUEING: f64 = 0.1;
 
 pub const TIER_PRESETS: &[TierPreset] = &[
@@ -106,7 +106,7 @@ pub const TIER_PRESETS: &[TierPreset] = &[
         bandwidth: 34e9,
         queueing: DEFAULT_QUEUEING,
         source: "a remote socket's DRAM: 1.63x the dram preset's latency and 34 GB/s of \
-                 remote reads over two UPI links (docs/TIERING.md gives the measurements)",
+                 remote reads over two UPI links (docs/models/TIERING.md gives the measurements)",
     },
     TierPreset {
         name: "cori-fast",

@@ -28,7 +28,7 @@ use tierscope_cori::{
 
 /// "within 3 % of the exhaustive best": the paper's measure of a good period.
 const WITHIN: f64 = 3.0;
-/// Cori's stopping rules, fixed before any evaluation (docs/CORI.md, "The Tuner"): stop
+/// Cori's stopping rules, fixed before any evaluation (docs/techniques/CORI.md, "The Tuner"): stop
 /// when a trial is within 3 % of the best before it (no significant variation), or after
 /// two trials in a row without a new best.
 const CORI_STOPS: [Stop; 2] = [Stop::WithinBest(WITHIN), Stop::NoGain(2)];

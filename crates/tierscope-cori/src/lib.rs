@@ -3,7 +3,7 @@
 //! page reuse distances (`reuse`), derive the dominant reuse and the candidate periods
 //! (`frequency`), and estimate the runtime of a periodic page scheduler at each period
 //! (`model`); tune the period against the paper's baselines (`tuner`), on traces of one's
-//! own or generated ones (`workloads`). docs/CORI.md gives every constant's source in
+//! own or generated ones (`workloads`). docs/techniques/CORI.md gives every constant's source in
 //! cori-sim, where we differ, and the tuning evaluation.
 
 pub mod frequency;

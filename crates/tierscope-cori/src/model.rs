@@ -6,7 +6,7 @@
 //! pages by their access counts (`history`: in period `e - 1`; `oracle`: in period `e`),
 //! takes the `capacity` hottest with a nonzero count, and swaps each of them that is on the
 //! slow tier with a fast page, least recently used first. A request is a hit when its page
-//! is on the fast tier during its period. docs/CORI.md lists each rule's source.
+//! is on the fast tier during its period. docs/techniques/CORI.md lists each rule's source.
 //!
 //! Cost per run: O(N) for the requests (a hit test and a recency stamp each, no
 //! allocation), plus per period O(period) to count the ranked period, O(touched pages) to

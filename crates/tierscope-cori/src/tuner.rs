@@ -19,7 +19,7 @@ use tierscope_core::rng::Rng;
 /// When the Tuner stops. The paper (IV-C, IV-D) leaves it open: "There can be a fixed
 /// number of trials or tuning can stop after performance reaches desired levels or shows
 /// no significant variation from the last trial"; the Tuner stops "if performance is
-/// within desired levels or the best one observed". docs/CORI.md gives our reading.
+/// within desired levels or the best one observed". docs/techniques/CORI.md gives our reading.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Stop {
     /// After this many trials.

@@ -8,7 +8,7 @@
 //! first version used 8; under cori-sim's count binning by 20, a page visited 8 times per
 //! pass is never ranked at periods shorter than three passes, so the swept arrays never
 //! moved and the strided and iterative curves measured period overheads only: see
-//! docs/CORI.md, "Tuning evaluation".) Logical pages map to page numbers by a seeded permutation of a region, and each
+//! docs/techniques/CORI.md, "Tuning evaluation".) Logical pages map to page numbers by a seeded permutation of a region, and each
 //! request picks a seeded cache line in its page: the seed therefore changes which page
 //! numbers the model's ties are broken by (`hottest_first`) as well as every random choice
 //! a workload makes. A reuse distance is the difference of two request indices (cori-sim's
@@ -254,7 +254,7 @@ mod tests {
     }
 
     /// Cori's bars from per-page reuse distances known from a construction, by the rules
-    /// docs/CORI.md lists (buckets of 1000, numpy's closed last edge, bucket 0 dropped,
+    /// docs/techniques/CORI.md lists (buckets of 1000, numpy's closed last edge, bucket 0 dropped,
     /// the mean over pages with more than one reuse in a bucket, kept above 2).
     fn bars_from_distances(per_page: &[Vec<u64>], requests: u64) -> Vec<Bar> {
         let k = requests.div_ceil(CORI_BUCKET) - 1;

@@ -1,6 +1,6 @@
 //! Per-window trace of one monitor's bit operations on one engine: what the summary's
 //! bits cleared and region counts are made of, for comparing the exact and statistical
-//! engines window by window (docs/FIDELITY.md, "Root causes of the two stat-vs-exact
+//! engines window by window (docs/models/FIDELITY.md, "Root causes of the two stat-vs-exact
 //! gaps"; `scripts/engine_gap.py` runs it over seeds and engines).
 //!
 //! `cargo run --release --example probe_trace -- FILE.toml ENGINE SEED [MONITOR]`

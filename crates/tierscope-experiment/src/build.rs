@@ -23,7 +23,7 @@ pub fn check_available(exp: &Experiment) -> Result<(), RunError> {
     Ok(())
 }
 
-/// The guards of monitor `index`'s run on a real machine (docs/KVM.md, "Guards against
+/// The guards of monitor `index`'s run on a real machine (docs/models/KVM.md, "Guards against
 /// silently wrong results"): what the engine achieved against what was asked, and whether
 /// the monitor clears ACCESSED bits without a flush reaching the host on a host that does
 /// not set them again without one. `None` on the simulated engines.

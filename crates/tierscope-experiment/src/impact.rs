@@ -1,5 +1,5 @@
 //! What a monitor does to the application: a documented model of the slowdown, as a
-//! fraction of the workload's runtime (docs/BASELINES.md, "Application impact").
+//! fraction of the workload's runtime (docs/results/BASELINES.md, "Application impact").
 //!
 //! The workload runs `threads` cores for the run's duration. A monitor takes time from it
 //! in four ways:

@@ -3,7 +3,7 @@
 //! per-base-page counters swept over the heap, 16 huge pages per pipeline and 7
 //! pipelines reprogrammed every 500 ms (MEMTIS-NEMO, Listing 1 with the multiplexer).
 //!
-//! Readings (docs/NEMO.md, "Use case 2"):
+//! Readings (docs/techniques/NEMO.md, "Use case 2"):
 //! - A **split candidate** is a huge page whose MEMTIS skewness bucket is non-zero on the
 //!   truth: the per-4 KiB access counts of the whole run (a counter per base page read
 //!   once at the end: the statistical engine's Poisson draw around the workload's
@@ -80,7 +80,7 @@ pub struct ThpSplitRow {
     pub exact_end: f64,
     /// Pages given a non-zero bucket that are not candidates, at the end.
     pub false_candidates: usize,
-    /// The technique's CPU, % of one core (docs/COST_MODEL.md).
+    /// The technique's CPU, % of one core (docs/models/COST_MODEL.md).
     pub cpu_percent: f64,
     /// Pages per skewness bucket (0..=20) at the end (Figure 7a); the truth's row has
     /// the candidates' buckets (bucket 0: the pages that are not candidates).

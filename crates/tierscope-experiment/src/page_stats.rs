@@ -1,7 +1,7 @@
 //! How an experiment's synthetic workload spreads its accesses over 4 KiB pages: the same
 //! statistics `tierscope trace stats` gives for a recorded trace, so a real program's
 //! trace and the model meant to stand for it compare at page granularity
-//! (docs/TRACES.md).
+//! (docs/models/TRACES.md).
 
 use crate::config::Experiment;
 use tierscope_core::rng::Rng;

@@ -76,7 +76,7 @@ pub struct MonitorRun {
     /// workload).
     pub program_status: Option<i32>,
     /// On the kvm engine: what the run achieved against what was asked, and whether the
-    /// run is valid (`tierscope_kvm::guard`, docs/KVM.md); `None` on simulated engines,
+    /// run is valid (`tierscope_kvm::guard`, docs/models/KVM.md); `None` on simulated engines,
     /// whose runs always are.
     pub kvm: Option<tierscope_kvm::guard::RealCheck>,
 }

@@ -25,7 +25,7 @@ pub enum RunError {
     Engine(String),
     /// The engine cannot run on this host (no /dev/kvm, a missing capability): one line.
     Unavailable(String),
-    /// The run reached a limit of docs/EXPERIMENTS.md ("Limits") that depends on how it
+    /// The run reached a limit of docs/reference/EXPERIMENTS.md ("Limits") that depends on how it
     /// unfolds (the per-window data a monitor's run keeps): bad input, like a
     /// `ConfigError`, naming the field to change.
     Limit(FieldError),
@@ -337,7 +337,7 @@ fn kept_error(exp: &Experiment, monitor: &str, t: u64, limit: u64) -> RunError {
         format!(
             "monitor `{monitor}` kept more than {} of per-window data (snapshots, truth) for \
              the outputs by {:.1} s of the run's {:.1} s, the limit of one monitor's run \
-             (docs/EXPERIMENTS.md, \"Limits\"): shorten duration, or lengthen the \
+             (docs/reference/EXPERIMENTS.md, \"Limits\"): shorten duration, or lengthen the \
              monitor's windows",
             human_bytes(limit),
             t as f64 * 1e-9,

@@ -411,7 +411,7 @@ pub fn run_policy(
 /// Operation latency percentiles (p50, p95, p99), ns. An operation's accesses are taken to
 /// be served by one tier (its item's: an item's lines sit together), drawn with the
 /// window's served shares, each at that window's loaded latency; operations are weighted
-/// by window. docs/TIERING.md discusses the approximation.
+/// by window. docs/models/TIERING.md discusses the approximation.
 pub fn op_percentiles(windows: &[TierWindow], per_op: f64, app: &AppModel) -> [f64; 3] {
     let mut points: Vec<(f64, f64)> = vec![];
     for w in windows {

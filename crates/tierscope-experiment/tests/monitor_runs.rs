@@ -42,7 +42,7 @@ preset = "telescope-bnd"
 "#;
     // 4 GiB of 2 MiB pages: more than the STLB's 1536 entries reach, so translations
     // turn over and re-set the cleared bits (a hot set the STLB holds stays "cold"
-    // without flushes: docs/BASELINES.md, the flush question).
+    // without flushes: docs/results/BASELINES.md, the flush question).
     let (_, r) = run("2MiB", "4GiB", monitors);
     for m in &r.monitors {
         let s = &m.summary;

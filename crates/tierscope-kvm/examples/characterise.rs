@@ -1,6 +1,6 @@
 //! Characterises this host's KVM for tierscope: how ACCESSED bits are set again after the
 //! host clears them (per level, with and without a flush), what each monitor operation
-//! costs, and how fast the guest runs. Prints markdown for docs/KVM.md.
+//! costs, and how fast the guest runs. Prints markdown for docs/models/KVM.md.
 //!
 //!     cargo run -p tierscope-kvm --release --example characterise
 

@@ -15,7 +15,7 @@ void gmain(uint64_t id);
  * by instruction (about 1 us each). On the PVM variant of the project's hosts a SYSCALL to
  * a supervisor routine triple-faults (no PVM event entry can be configured), so the guest
  * cannot run INVLPG or reload CR3: it acknowledges flush requests and counts them, and the
- * host documents that flushes are not executed (docs/KVM.md). */
+ * host documents that flushes are not executed (docs/models/KVM.md). */
 __asm__(".section .text.start\n"
         ".global _start\n"
         "_start:\n"

@@ -1,4 +1,4 @@
-//! Guards against silently wrong results (docs/KVM.md): a run on the kvm engine is marked
+//! Guards against silently wrong results (docs/models/KVM.md): a run on the kvm engine is marked
 //! invalid when the guest or the monitor's windows fell short of what was asked beyond the
 //! tolerances below, or when the monitor clears ACCESSED bits without flushing on a host
 //! that does not set them again without a flush ([`crate::probe`]). An invalid run keeps

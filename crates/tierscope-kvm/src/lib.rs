@@ -1,6 +1,6 @@
 //! tierscope's real backend: the workload runs in a KVM micro-VM whose 4-level page tables
 //! the host builds in guest memory it also maps, so monitors read and clear real ACCESSED
-//! and DIRTY bits, and KVM's dirty log records real guest writes. See docs/KVM.md.
+//! and DIRTY bits, and KVM's dirty log records real guest writes. See docs/models/KVM.md.
 
 pub mod abi;
 mod bits;

@@ -1,4 +1,4 @@
-//! What a real-time run achieved against what it was asked (docs/KVM.md, "Guards
+//! What a real-time run achieved against what it was asked (docs/models/KVM.md, "Guards
 //! against silently wrong results"): each truth window's real length, its nominal length
 //! (the time the runner asked to sleep in it) and the accesses each vCPU did in it.
 

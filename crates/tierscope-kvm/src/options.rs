@@ -1,5 +1,5 @@
 //! The options of the KVM engine, the `[machine.kvm]` table of an experiment file
-//! (docs/KVM.md).
+//! (docs/models/KVM.md).
 
 use serde::{Deserialize, Serialize};
 use tierscope_core::FieldError;

@@ -1,7 +1,7 @@
 //! Does this host set a cleared ACCESSED bit again when the guest touches the page again,
 //! without a TLB flush? On bare metal with EPT/NPT the hardware walker does as soon as the
 //! translation leaves the TLB; under a shadow-paging hypervisor (this host's PVM) only a
-//! shadow fault walks the guest tables, so the bit stays clear (docs/KVM.md). Monitors
+//! shadow fault walks the guest tables, so the bit stays clear (docs/models/KVM.md). Monitors
 //! that clear ACCESSED bits and never flush (DAMON, the linear scan) then see each page
 //! accessed about once. [`accessed_probe`] measures it once per process.
 
@@ -98,7 +98,7 @@ fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Measures once (about 0.1-0.4 s here; see docs/KVM.md).
+/// Measures once (about 0.1-0.4 s here; see docs/models/KVM.md).
 pub fn run_probe() -> Result<AccessedProbe, KvmError> {
     let t0 = Instant::now();
     let spec = parse_masim(&format!(

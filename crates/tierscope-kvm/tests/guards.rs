@@ -1,4 +1,4 @@
-//! The guards against silently wrong results on a real KVM guest (docs/KVM.md): the engine
+//! The guards against silently wrong results on a real KVM guest (docs/models/KVM.md): the engine
 //! measures the rate it reached and each window's real length, and the ACCESSED probe
 //! gives a definite answer. Where /dev/kvm could not be opened when the crate was built
 //! (build.rs sets `cfg(kvm_host)`), they are reported as ignored.

@@ -110,7 +110,7 @@ impl Technique for NemoConfig {
         if self.pebs_period == 0 {
             return Err(FieldError::new("pebs_period", "must be at least 1"));
         }
-        // The engines' controllers are the prototype's (docs/NEMO.md): the pipelines
+        // The engines' controllers are the prototype's (docs/techniques/NEMO.md): the pipelines
         // must fit its SRAM, or registering them on the first wake would fail.
         let specs = vec![self.spec(); self.pipelines as usize];
         tierscope_nemo::NemoConfig::prototype().check_fits(&specs)

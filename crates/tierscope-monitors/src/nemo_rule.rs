@@ -295,7 +295,7 @@ impl Technique for NemoRuleConfig {
             return Err(FieldError::new("aggr", "must be positive"));
         }
         let spec = self.spec()?;
-        // The engines' controllers are the prototype's (docs/NEMO.md).
+        // The engines' controllers are the prototype's (docs/techniques/NEMO.md).
         tierscope_nemo::NemoConfig::prototype().check_fits(&[spec])
     }
 
@@ -388,7 +388,7 @@ impl NemoRuleMonitor {
         })
         .expect("programmed keys and regions are valid");
         // One interrupt per telemetry and controller whose predicate held: hits
-        // coalesce on the pending line until it is handled (docs/NEMO.md).
+        // coalesce on the pending line until it is handled (docs/techniques/NEMO.md).
         nemo.drain_notifications(&mut self.notifications);
         let raised = self.notifications.drain(..).count() as u64;
         let c = m.cost_mut();

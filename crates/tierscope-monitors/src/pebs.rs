@@ -47,7 +47,7 @@ pub struct PebsConfig {
     /// samples in the window; below it, cold (0). Default 2: the one value consistent
     /// with all of the Telescope paper's PEBS figures (calibrated on them; 1 reports every
     /// sampled bin, HeMem's 4 is for counts kept across time, not per window).
-    /// docs/BASELINES.md, section 2.
+    /// docs/results/BASELINES.md, section 2.
     pub hot_samples: u32,
     /// The kernel's tick (HZ=1000): throttling and the frequency adjustment act per tick.
     pub tick: Duration,
@@ -684,7 +684,7 @@ mod tests {
 
     #[test]
     fn by_default_a_bin_needs_two_samples() {
-        // The default (docs/BASELINES.md, section 2): 2 samples in a window make a bin
+        // The default (docs/results/BASELINES.md, section 2): 2 samples in a window make a bin
         // hot, 1 does not; the presets inherit it.
         let mut p = PebsMonitor::new(PebsConfig::default());
         let shift = p.cfg.bin.0.trailing_zeros();

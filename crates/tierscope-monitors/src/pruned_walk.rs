@@ -1,7 +1,7 @@
 //! Pruned walk: once per window, read the page tables from the root down, entering only
 //! the entries whose ACCESSED bit is set, and clear what was read; one full flush then
 //! makes the next window's first access to every page walk from the root again. Beyond the
-//! paper; docs/PRUNED_WALK.md says where it wins and where it loses.
+//! paper; docs/techniques/PRUNED_WALK.md says where it wins and where it loses.
 //!
 //! Why it is exact at its depth: after a full flush no translation is cached, so the first
 //! access to a page in the window walks from the root and sets the ACCESSED bit of every
@@ -9,7 +9,7 @@
 //! subtree need not be read: the walk costs what the accessed footprint costs, not what
 //! the heap does (Linux's MGLRU skips non-young PMDs for the same reason). DAMON and
 //! Telescope sample one address or entry per region instead, so what they find depends on
-//! where their random regions fall (docs/ROBUSTNESS.md).
+//! where their random regions fall (docs/results/ROBUSTNESS.md).
 //!
 //! Two additions make it a DAMON-shaped monitor:
 //! - Frequency probes. Between walks, every sampling interval, one random entry at the
@@ -74,7 +74,7 @@ impl Technique for PrunedWalkConfig {
             name: "pruned-walk",
             help: "the page tables read top-down each window where ACCESSED bits lead, exact \
                    at 2 MiB, with per-sample probes for frequency (beyond the paper: \
-                   docs/PRUNED_WALK.md)",
+                   docs/techniques/PRUNED_WALK.md)",
             config: PrunedWalkConfig::default(),
         }]
     }

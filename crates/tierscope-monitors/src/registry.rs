@@ -142,10 +142,10 @@ registry! {
     Damon(crate::damon::DamonConfig) = "damon",
     Telescope(crate::telescope::TelescopeConfig) = "telescope",
     /// Telescope-BND with page-level checks of sparse regions and adaptive intervals
-    /// (beyond the paper: docs/SPLIT_HINT.md).
+    /// (beyond the paper: docs/techniques/SPLIT_HINT.md).
     SplitHint(crate::split_hint::SplitHintConfig) = "split_hint",
     /// The page tables read top-down once per window where ACCESSED bits lead (beyond the
-    /// paper: docs/PRUNED_WALK.md).
+    /// paper: docs/techniques/PRUNED_WALK.md).
     PrunedWalk(crate::pruned_walk::PrunedWalkConfig) = "pruned_walk",
     Scan(crate::scan::ScanConfig) = "scan",
     Pebs(crate::pebs::PebsConfig) = "pebs",

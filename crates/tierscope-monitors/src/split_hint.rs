@@ -1,11 +1,11 @@
 //! Split-hint: Telescope-BND with its upper-level ACCESSED bits used as *hints* of where
 //! to look, the pages' own bits where a region is sparse, and adaptive intervals. Beyond
-//! the paper; docs/SPLIT_HINT.md says where it wins and where it loses.
+//! the paper; docs/techniques/SPLIT_HINT.md says where it wins and where it loses.
 //!
 //! Three changes to Telescope-BND, each answering one of its known weaknesses:
 //! 1. Trial tables. Telescope counts a region accessed whenever the upper-level entry it
 //!    probes is, so a region with a few hot pages under every entry reads as hot as a whole
-//!    (the kernel reviewers' objection, docs/SPLIT_HINT.md). At every window end each
+//!    (the kernel reviewers' objection, docs/techniques/SPLIT_HINT.md). At every window end each
 //!    region whose hint was set in any sample has one random leaf table (512 leaf
 //!    entries) in it cleared, and read at the next two window ends: the share of entries
 //!    accessed is the region's page-level density.
@@ -107,7 +107,7 @@ impl Technique for SplitHintConfig {
         vec![Preset {
             name: "split-hint",
             help: "Telescope-BND with page-level checks of sparse regions and adaptive \
-                   intervals (beyond the paper: docs/SPLIT_HINT.md)",
+                   intervals (beyond the paper: docs/techniques/SPLIT_HINT.md)",
             config: SplitHintConfig::default(),
         }]
     }

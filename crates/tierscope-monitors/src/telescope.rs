@@ -2,7 +2,7 @@
 //! profile one page-table entry at the highest level that fits the region, so one ACCESSED
 //! bit can watch up to 512 GiB. `bounded` only picks entries inside the region; `flex`
 //! accepts entries that overshoot by at most a per-level fraction of their span.
-//! docs/TELESCOPE.md records the readings chosen where the paper is open.
+//! docs/techniques/TELESCOPE.md records the readings chosen where the paper is open.
 
 use crate::damon::DamonConfig;
 use crate::region_monitor::{Probe, RegionMonitor};
@@ -29,7 +29,7 @@ pub enum Variant {
 }
 
 /// Which entry Telescope profiles when the highest fitting level does not tile the
-/// region exactly (docs/TELESCOPE.md discusses both readings of the paper).
+/// region exactly (docs/techniques/TELESCOPE.md discusses both readings of the paper).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryPick {

@@ -1,4 +1,4 @@
-//! NEMO's noisy-neighbour use case (paper §5.3): prints the table of docs/NEMO.md.
+//! NEMO's noisy-neighbour use case (paper §5.3): prints the table of docs/techniques/NEMO.md.
 //!
 //! `cargo run --release -p tierscope-nemo --example noisy_neighbour -- [seed] [duration_s]
 //! [hold]` (defaults: seed 1, 10 s, hold true; `hold false` lets the controller write a

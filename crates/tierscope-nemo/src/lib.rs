@@ -6,7 +6,7 @@
 //! merges reads across controllers and drains notifications (`driver`); `multiplex`
 //! rotates regions through translation entries and gives §6.1's sweep time; `noisy` is
 //! the noisy-neighbour use case (§5.3) built on the driver.
-//! docs/NEMO.md gives every rule's source in the paper or the public code.
+//! docs/techniques/NEMO.md gives every rule's source in the paper or the public code.
 
 pub mod controller;
 pub mod driver;

@@ -1,7 +1,7 @@
 //! Cori from Python: traces (read in cori-sim's format or generated), their reuse
 //! histograms, the dominant reuse and candidate periods, cori-sim's runtime model, and the
 //! tuner over any cost function (a Python callable: an experiment run, or the model).
-//! `tierscope tune` and `tierscope repro cori` are built on these; docs/CORI.md describes
+//! `tierscope tune` and `tierscope repro cori` are built on these; docs/techniques/CORI.md describes
 //! the Rust side.
 
 use crate::errors::config_error;

@@ -24,7 +24,7 @@ fn kvm_unavailable() -> Option<String> {
     tierscope_experiment::build::kvm_unavailable()
 }
 
-/// The input limits of docs/EXPERIMENTS.md ("Limits"), by name (bytes, nanoseconds,
+/// The input limits of docs/reference/EXPERIMENTS.md ("Limits"), by name (bytes, nanoseconds,
 /// counts), from `tierscope_core::limits`: Python checks the files it reads against them
 /// and the docs test compares its table with them.
 #[pyfunction]

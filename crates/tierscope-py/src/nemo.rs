@@ -1,7 +1,7 @@
 //! NEMO's use cases from Python: the noisy neighbour (paper §5.3) and the THP split
 //! candidates (§5.2), each one call returning the table's rows as dicts (serde rows through
 //! `convert::to_python`, the binding's one way to Python). `tierscope repro nemo` formats
-//! them; docs/NEMO.md ("Use case 2", "Use case 3") describes the models behind them.
+//! them; docs/techniques/NEMO.md ("Use case 2", "Use case 3") describes the models behind them.
 
 use crate::convert::to_python;
 use crate::errors::config_error;
@@ -100,7 +100,7 @@ impl From<&tierscope_nemo::noisy::Row> for NoisyRow {
 
 /// NEMO's THP split-candidate use case (paper §5.2) on `experiment` (statistical engine):
 /// per fast-tier share of the heap (1:8 is 1/9), the truth's row, then MEMTIS-PEBS's and
-/// MEMTIS-NEMO's, as dicts (the techniques run once). docs/NEMO.md ("Use case 2").
+/// MEMTIS-NEMO's, as dicts (the techniques run once). docs/techniques/NEMO.md ("Use case 2").
 #[pyfunction]
 #[pyo3(signature = (experiment, fast_shares = vec![1.0 / 3.0, 1.0 / 9.0]))]
 pub fn nemo_thp_split<'py>(

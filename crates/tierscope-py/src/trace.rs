@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 use tierscope_core::workload::trace::{LackeyOptions, PageStats, Trace, STORE};
 use tierscope_core::FieldError;
 
-/// Reads a trace within the limits of docs/EXPERIMENTS.md ("Limits").
+/// Reads a trace within the limits of docs/reference/EXPERIMENTS.md ("Limits").
 fn read(src: &str, format: &str, instructions: bool) -> Result<Trace, FieldError> {
     let path = std::path::Path::new(src);
     match format {

@@ -1,7 +1,7 @@
 //! The probability that an ACCESSED bit cleared at a random moment is found set one
 //! interval later, on both engines, in the multi-phase benchmark's third phase: two hot
 //! regions accessed at random, one 131072-access batch at a time, so the thread keeps
-//! switching between them (docs/FIDELITY.md, "Root causes of the two stat-vs-exact gaps").
+//! switching between them (docs/models/FIDELITY.md, "Root causes of the two stat-vs-exact gaps").
 //! This is what DAMON observes per sample, without DAMON's adaptive regions around it.
 //!
 //! `cargo run --release -p tierscope-sim --example switch_probe -- HOT LEVEL DELAY_MS SEEDS SECONDS [one]`

@@ -43,7 +43,7 @@ impl CacheGeometry {
 }
 
 /// Per-core TLBs and paging-structure caches. Defaults: Skylake / Cascade Lake
-/// (docs/MACHINE.md gives sources; paging-structure-cache sizes are reverse-engineered
+/// (docs/models/MACHINE.md gives sources; paging-structure-cache sizes are reverse-engineered
 /// estimates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -101,7 +101,7 @@ pub struct SimMachine {
     /// misses reach NEMO's pipelines. None: every access does.
     pub llc: Option<tierscope_nemo::LlcConfig>,
     /// Host threads the exact engine may run the workload's cores on (results do not
-    /// depend on it; docs/PERFORMANCE.md). 1: all cores on the run's own thread.
+    /// depend on it; docs/results/PERFORMANCE.md). 1: all cores on the run's own thread.
     pub host_threads: u32,
 }
 

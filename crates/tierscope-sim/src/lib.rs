@@ -41,7 +41,7 @@ pub struct WorkloadParams<'a> {
 pub enum SimEngine {
     /// Every access through TLBs, paging-structure caches and the page walker.
     Exact,
-    /// Bits drawn from the workload's access-rate density (docs/FIDELITY.md).
+    /// Bits drawn from the workload's access-rate density (docs/models/FIDELITY.md).
     Stat,
 }
 
@@ -57,7 +57,7 @@ impl SimEngine {
                 Capability::MemTelemetry,
             ]),
             // No write log: the statistical engine does not execute the stores whose
-            // first occurrence PML logs (docs/MACHINE.md, "Simulated PML").
+            // first occurrence PML logs (docs/models/MACHINE.md, "Simulated PML").
             SimEngine::Stat => {
                 Capabilities::of(&[Capability::Pmu, Capability::Tiers, Capability::MemTelemetry])
             }

@@ -2,7 +2,7 @@
 //! randomly chosen entries (PTE/PMD/PUD, in hot and cold memory, with and without a
 //! flush), let the workload run one sampling interval, read them back, and compare the
 //! fraction found set; and compare the ground truth of whole windows. Both engines get
-//! the same workload, seed and probe sequence. docs/FIDELITY.md explains the tolerances
+//! the same workload, seed and probe sequence. docs/models/FIDELITY.md explains the tolerances
 //! and gives the monitor-level comparison.
 
 use tierscope_core::rng::Rng;

@@ -1,6 +1,6 @@
 //! Acting on telemetry: tiering policies turn snapshots into moves, the migration engine
 //! carries them out on a machine's tiers with their costs, and the performance model turns
-//! per-tier traffic into application time (docs/TIERING.md).
+//! per-tier traffic into application time (docs/models/TIERING.md).
 
 #[cfg(test)]
 mod fuzz_tests;

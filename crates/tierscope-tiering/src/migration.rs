@@ -6,7 +6,7 @@
 //! it, and shoots down the stale translations with a real flush of the range on the
 //! machine (the exact engine drops TLB entries, so the workload re-walks). The kernel
 //! thread's CPU per page and the application's stall (cori-sim charges 1 us per page and
-//! 3 us per period on the application) are parameters; docs/TIERING.md gives the defaults'
+//! 3 us per period on the application) are parameters; docs/models/TIERING.md gives the defaults'
 //! sources.
 
 use tierscope_core::units::{Duration, Size};

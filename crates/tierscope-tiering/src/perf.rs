@@ -14,7 +14,7 @@
 //! loaded-latency curve ([`TierSpec::loaded_latency`]), `B_i` its bandwidth, `line` the bytes one access moves (a cache line) and `mlp` the accesses in
 //! flight at once. The right side falls as `T` grows (less load, lower latency), so the
 //! fixed point is unique; it is found by bisection. A window whose traffic exceeds a
-//! tier's bandwidth is stretched until it fits (`u_i < 1`). docs/TIERING.md gives each
+//! tier's bandwidth is stretched until it fits (`u_i < 1`). docs/models/TIERING.md gives each
 //! constant's source.
 
 use tierscope_core::tiers::{TierSpec, TierTraffic, MAX_UTILISATION};

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tierscope",
         description=(
             "Compare hot/cold memory telemetry (DAMON, Telescope, linear scanning, PEBS, "
-            "PML) on simulated x86-64 hardware or a KVM guest. See docs/EXPERIMENTS.md for "
+            "PML) on simulated x86-64 hardware or a KVM guest. See docs/reference/EXPERIMENTS.md for "
             "the experiment-file format."
         ),
     )

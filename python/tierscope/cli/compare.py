@@ -44,7 +44,7 @@ COLUMNS: list[tuple[str, str, str]] = [
 ]
 
 #: The column added when some monitor's run is invalid (the kvm engine's guards,
-#: docs/KVM.md): "yes", or "NO" with the reason printed below the table.
+#: docs/models/KVM.md): "yes", or "NO" with the reason printed below the table.
 VALID_COLUMN: tuple[str, str, str] = ("valid", "valid", "yes/no")
 
 #: The columns of the policy table (runs of `[tiering]` policies), like `COLUMNS`.
@@ -64,9 +64,9 @@ columns: Gcycles = the monitor's cycles in billions (Table 2); bits flipped = AC
 bits cleared from 1 to 0 (Figure 10); window s = mean window length after warm-up (for a
 linear scan, one full pass); missed hot MiB/window = truly hot memory reported cold, the
 mean over windows after warm-up; app slowdown % = the modelled application slowdown
-(docs/BASELINES.md); valid (only when some run is not) = NO where the kvm engine fell
+(docs/results/BASELINES.md); valid (only when some run is not) = NO where the kvm engine fell
 short of what was asked, or the monitor cannot see this host's ACCESSED bits set again
-(docs/KVM.md): its scores are kept, the reason follows the table.
+(docs/models/KVM.md): its scores are kept, the reason follows the table.
 
 policy table (runs with [tiering]): one row per policy run (`policy@monitor` for a policy
 fed by a monitor); speed-up over slow = the application time with everything on the

@@ -1,14 +1,14 @@
 """`tierscope repro telescope`: run the Telescope paper's experiments (experiments/paper/,
 statistical engine) and print our numbers next to the paper's. `tierscope repro
 telescope-tiering`: the shape of its section 6.3 (tiering driven by each monitor, key-value
-stores at 1-2 TB; docs/TIERING.md), from experiments/tiering/. `tierscope repro cori`: the
-shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/CORI.md).
+stores at 1-2 TB; docs/models/TIERING.md), from experiments/tiering/. `tierscope repro cori`: the
+shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/techniques/CORI.md).
 `tierscope repro nemo`: the NEMO paper's three use cases (hot-set recovery, THP split
-candidates, noisy neighbour) and the SRAM a terabyte sweep needs (docs/NEMO.md).
+candidates, noisy neighbour) and the SRAM a terabyte sweep needs (docs/techniques/NEMO.md).
 `tierscope repro vmmload`: the vmmload paper's Figure 3 (real programs natively and in the
 micro-VM; needs the source tree, musl-gcc and /dev/kvm). `tierscope repro claims`: every
 quantitative claim of the papers beside ours, with a status (the claims ledger,
-docs/CLAIMS.md): runs the measurements the claims name (each a repro above, resumed when
+docs/results/CLAIMS.md): runs the measurements the claims name (each a repro above, resumed when
 already in DIR/NAME), writes DIR/CLAIMS.md and DIR/claims.json, prints the counts per
 paper and status, and exits 1 naming each claim without a command, a key or a check.
 
@@ -21,13 +21,13 @@ precision / recall ours vs the paper's (section 6.2), and Table 2 (monitor cycle
 ACCESSED bits flipped (Figure 10).
 
 One seed of the needle is a coin flip for Telescope (DAMON's region management traps a
-sliver of the needle in ~40% of seeds, docs/TELESCOPE.md section 4), so the needle also
+sliver of the needle in ~40% of seeds, docs/techniques/TELESCOPE.md section 4), so the needle also
 gets a row per Telescope variant with the means over seeds 1..N (--needle-seeds; the
 per-seed values are in repro.json). The seeds run as a sweep stored in
 DIR/needle-5t-seeds, on --executor: stopped, a rerun with the same DIR resumes it.
 
 One layout is a coin flip too: where the hot regions sit decides Telescope-FLX's precision
-(docs/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks (or those named by
+(docs/results/ROBUSTNESS.md). The 5 TB multi-phase and needle benchmarks (or those named by
 --layout-experiment) also run over --layouts random layouts x --layout-seeds seeds with
 every monitor (tierscope.studies.robustness), each as a sweep stored in DIR/NAME-layouts, and
 repro.md gives per monitor the p10 / median / p90 of precision and recall over those runs
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="which paper: telescope (section 6.2), telescope-tiering (section 6.3), nemo "
         "(section 5's use cases), cori "
         "(Figures 1, 3, 5 on generated traces: --seeds), vmmload (Figure 3), or claims "
-        "(every paper's claims beside ours: docs/CLAIMS.md)",
+        "(every paper's claims beside ours: docs/results/CLAIMS.md)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
     p.add_argument(

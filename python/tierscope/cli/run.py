@@ -50,9 +50,9 @@ examples:
 
 real programs and traces: an experiment file's [workload] may name a static program
 (`program = ["./prog", "arg"]`, engine kvm: it runs in the micro-VM until it exits;
-docs/PROGRAMS.md) or a memory trace recorded by valgrind (`trace = { path = "t.lackey",
+docs/models/PROGRAMS.md) or a memory trace recorded by valgrind (`trace = { path = "t.lackey",
 format = "lackey" }`, engine exact; `tierscope trace convert` writes the faster binary
-format; docs/TRACES.md).
+format; docs/models/TRACES.md).
 
 outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 <monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
@@ -65,7 +65,7 @@ tierscope-manifest.json is refused whatever the flags; an earlier output is refu
 in DIR is kept). DIR is locked while the run lasts: a second writer is refused.
 
 tiering (--tiers, --policy, --placement): these build the experiment's [tiering] table
-(docs/EXPERIMENTS.md). --tiers lists the machine's memory tiers, fastest first, each a
+(docs/reference/EXPERIMENTS.md). --tiers lists the machine's memory tiers, fastest first, each a
 tier preset with an optional capacity: a size (256MiB) or a share of the heap (20%);
 every tier but the last needs one, the last holds the rest of the heap. --policy names a
 policy that needs no settings (policies with settings need an experiment file); a policy
@@ -114,7 +114,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "experiment", nargs="?", metavar="EXPERIMENT", help="experiment file (docs/EXPERIMENTS.md)"
+        "experiment", nargs="?", metavar="EXPERIMENT", help="experiment file (docs/reference/EXPERIMENTS.md)"
     )
     p.add_argument(
         "-o",
@@ -128,7 +128,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="PATH=VALUE",
         help="set a field of the experiment, repeatable: the sweep path syntax (seed=3, "
         "monitors[0].aggr=100ms, tiering.policies[NAME].period=1s), the value typed by the "
-        'config (docs/EXPERIMENTS.md, "Overrides")',
+        'config (docs/reference/EXPERIMENTS.md, "Overrides")',
     )
     p.add_argument(
         "--force",
@@ -168,7 +168,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     q.add_argument(
         "--engine",
-        help="machine: exact (default), stat or kvm (listed below; docs/KVM.md)",
+        help="machine: exact (default), stat or kvm (listed below; docs/models/KVM.md)",
     )
     q.add_argument(
         "--paging-levels",

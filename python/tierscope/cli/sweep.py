@@ -18,7 +18,7 @@ examples:
   tierscope sweep sweeps/rates.toml --out runs/rates --jobs 2
   python -c 'import tierscope; print(tierscope.load_sweep("runs/rates"))'
 
-the sweep file (docs/EXPERIMENTS.md, "Sweeps"): a base experiment, [set] overrides,
+the sweep file (docs/reference/EXPERIMENTS.md, "Sweeps"): a base experiment, [set] overrides,
 [[axes]] of values at config paths (lists, zipped), seeds; run ids are stable.
 outputs in DIR: sweep.json (the runs), rows/<run id>.parquet (one row per monitor
 and per tiering policy run, column `row`),

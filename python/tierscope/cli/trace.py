@@ -1,7 +1,7 @@
 """`tierscope trace convert`: read a memory trace (valgrind lackey's `--trace-mem=yes`
 output, or tierscope's binary format) and write it in the binary format, which an
 experiment replays faster (`[workload] trace = { path, format = "binary" }`, engine exact;
-docs/TRACES.md). Prints the trace's accesses, stores, touched 4 KiB pages and phase
+docs/models/TRACES.md). Prints the trace's accesses, stores, touched 4 KiB pages and phase
 markers. DST is written all at once (into a temporary sibling moved into place); an
 existing DST is replaced only with --force."""
 

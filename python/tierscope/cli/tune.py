@@ -1,5 +1,5 @@
 """`tierscope tune`: choose how often something periodic acts by Cori's method (Doudali
-et al., IPDPS 2021; docs/CORI.md): find the workload's dominant reuse, try its multiples
+et al., IPDPS 2021; docs/techniques/CORI.md): find the workload's dominant reuse, try its multiples
 shortest first, stop when the cost settles (by default: a trial within 3 % of the best
 before it, or two trials in a row without a new best), keep the best.
 

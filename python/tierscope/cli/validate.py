@@ -76,7 +76,7 @@ def row(result: RunResult, name: str) -> dict[str, Any] | None:
         "flushes": s["flushes"],
         "windows_evaluated": s["windows_evaluated"],
         "accesses_per_s": m.machine.get("accesses", 0) / duration_s,
-        # The kvm engine's guards (docs/KVM.md); always true on exact.
+        # The kvm engine's guards (docs/models/KVM.md); always true on exact.
         "valid": m.valid,
         "invalid_reason": m.invalid_reason,
     }

@@ -1,6 +1,6 @@
 """Snapshots as a damo record file, readable by `damo report heatmap/access --input FILE`.
 
-Format (docs/EXPERIMENTS.md, and damo's `_damo_records.py`): a list of records, stored as
+Format (docs/reference/EXPERIMENTS.md, and damo's `_damo_records.py`): a list of records, stored as
 zlib-compressed JSON (damo's default `json_compressed`; damo recognises plain JSON only
 when `file -b` says exactly "JSON data", so the compressed form is the portable one). Times
 are nanoseconds, intervals microseconds, one snapshot per aggregation window.

@@ -10,5 +10,5 @@ load, sweeps, the tuner, the binding's NEMO use cases) and the shipped experimen
 - `nemo`: the NEMO paper's three use cases and the SRAM a terabyte sweep needs (`repro
   nemo`);
 - `claims`: the claims ledger, each paper's quantitative claims as data and the rules
-  that give each its status beside ours (docs/CLAIMS.md).
+  that give each its status beside ours (docs/results/CLAIMS.md).
 """

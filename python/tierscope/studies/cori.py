@@ -1,6 +1,6 @@
 """`tierscope repro cori`: the shapes of the Cori paper's Figures 1, 3 and 5 on the
 generated workloads (tierscope-cori's, shaped like its Figure 2) and cori-sim's model,
-beside the paper's statements (docs/CORI.md discusses where they differ).
+beside the paper's statements (docs/techniques/CORI.md discusses where they differ).
 
 For every workload, seed and scheduler (reactive "history", predictive "oracle"):
 - Figure 1: the slowdown over the best period of each period Table I maps the literature

@@ -1,6 +1,6 @@
 """`tierscope repro nemo`: the three use cases of the NEMO paper (section 5) beside its
 numbers, and the SRAM it needs at terabyte scale (section 6.1's formula). Everything is
-modelled (docs/NEMO.md says how, and where ours and the paper's differ):
+modelled (docs/techniques/NEMO.md says how, and where ours and the paper's differ):
 
 1. Hot-set recovery (5.1): experiments/nemo/hotset-recovery.toml, HeMem fed by PEBS or by
    NEMO's per-huge-page counters; seconds after the hot set moves until the fast tier

@@ -1,4 +1,4 @@
-"""The paper's microbenchmarks over random layouts x seeds (docs/ROBUSTNESS.md): where the
+"""The paper's microbenchmarks over random layouts x seeds (docs/results/ROBUSTNESS.md): where the
 hot memory sits, in what order, and in what units its sizes are written, as a sweep over
 `workload.regions`; per monitor, the distribution (p10 / median / p90) of precision and
 recall over the runs.
@@ -75,7 +75,7 @@ BENCHES: dict[str, Bench] = {
 }
 
 #: The benchmarks `tierscope repro telescope` runs over layouts unless told otherwise: the
-#: two of issue 15 and docs/ROBUSTNESS.md's main tables.
+#: two of issue 15 and docs/results/ROBUSTNESS.md's main tables.
 DEFAULT_BENCHES = ("multiphase-5t", "needle-5t")
 
 #: The monitors every layout runs: the paper file's, and ours beyond the paper. Linear

@@ -34,11 +34,11 @@ SOURCE = "command line"
 #: The experiment whose Telescope rows are also given as means over seeds 1..N.
 SEED_EXPERIMENT = "needle-5t"
 SEED_MONITORS = ("telescope-bnd", "telescope-flx")
-#: Default N: 200 seeds of the two monitors take ~45 s (docs/REPRO_TELESCOPE.md), the
-#: sweep of docs/TELESCOPE.md section 4.
+#: Default N: 200 seeds of the two monitors take ~45 s (docs/results/REPRO_TELESCOPE.md), the
+#: sweep of docs/techniques/TELESCOPE.md section 4.
 NEEDLE_SEEDS = 200
 #: Default layouts x seeds per 5 TB benchmark: 20 runs each, about 8 minutes on two cores
-#: (docs/ROBUSTNESS.md gives the 20 x 5 distributions and their command).
+#: (docs/results/ROBUSTNESS.md gives the 20 x 5 distributions and their command).
 LAYOUTS = 10
 LAYOUT_SEEDS = 2
 #: repro's tables in its directory, beside the store.
@@ -336,7 +336,7 @@ def _reproduce(
     for n, lay in layout_runs.items():
         title = (
             f"{n} over {layouts} layouts x {layout_seeds} seeds "
-            "(docs/ROBUSTNESS.md): distributions over the runs"
+            "(docs/results/ROBUSTNESS.md): distributions over the runs"
         )
         text += "\n\n" + robustness.format_distribution(title, lay["distribution"])
     print(text)

@@ -1,7 +1,7 @@
 """Values the papers' trend claims are about ("DAMON degrades with the footprint",
 "Telescope flips fewer bits than DAMON in every microbenchmark", "NEMO recovers 5x
 faster"), derived from a study's own rows: each study writes them under `derived` in its
-repro.json, where the claims ledger (docs/CLAIMS.md) reads them. Nothing here is tuned: each
+repro.json, where the claims ledger (docs/results/CLAIMS.md) reads them. Nothing here is tuned: each
 value is a difference, a ratio, a mean, a minimum or a maximum of the rows, as its
 docstring says.
 """

@@ -6,7 +6,7 @@
 //! tierscope-nemo's; the rule and the driver calls live here so that a monitor can reach
 //! them through `Machine` without knowing which engine serves them: the exact engine runs
 //! every memory access through tierscope-nemo's driver, the statistical engine computes
-//! the expected state of counting telemetries from its densities (docs/NEMO.md).
+//! the expected state of counting telemetries from its densities (docs/techniques/NEMO.md).
 
 pub mod ops;
 mod slots;

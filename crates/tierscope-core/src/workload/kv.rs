@@ -30,7 +30,7 @@
 //! advances step by step. Other distributions keep drawing from the loaded keys. YCSB E's
 //! scans read `1..=max_scan` consecutive items (uniform): the accesses per operation
 //! count the mean scan, and the scanned items are drawn from the start key's density (the
-//! smear of a start over the next items is not modelled). docs/TIERING.md has the
+//! smear of a start over the next items is not modelled). docs/models/TIERING.md has the
 //! sources.
 
 use super::density::{zipf_weight, DENSITY_PAGE};

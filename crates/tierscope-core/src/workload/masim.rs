@@ -1,5 +1,5 @@
 //! MASIM's config format (sjp38/masim): paragraphs of regions and phases; see
-//! docs/EXPERIMENTS.md.
+//! docs/reference/EXPERIMENTS.md.
 
 use super::spec::{AccessMode, Density, PatternKind, PatternSpec, PhaseSpec, RegionSpec};
 use super::spec::{SpecError, WorkloadSpec};
@@ -40,7 +40,7 @@ fn masim_err(line: usize, field: &str, message: String) -> SpecError {
     }
 }
 
-/// Parses MASIM's config format (see docs/EXPERIMENTS.md): paragraphs separated by blank
+/// Parses MASIM's config format (see docs/reference/EXPERIMENTS.md): paragraphs separated by blank
 /// lines, `#` comment lines, the first paragraph lists regions, each later one is a phase.
 /// A missing trailing blank line and repeated blank lines are accepted.
 pub fn parse_masim(text: &str) -> Result<WorkloadSpec, SpecError> {

@@ -38,7 +38,7 @@ pub enum Density {
     /// YCSB's scrambled zipfian over 4 KiB pages: the zipf ranks are permuted over the
     /// region's pages by a bijection hashed from the region, so the hot pages are
     /// scattered (`kind = "scrambled-zipf"`). The [`SCRAMBLED_HEAD`] hottest ranks keep
-    /// their own weights; the rest share their total evenly (docs/EXPERIMENTS.md).
+    /// their own weights; the rest share their total evenly (docs/reference/EXPERIMENTS.md).
     ///
     /// [`SCRAMBLED_HEAD`]: super::density::SCRAMBLED_HEAD
     ScrambledZipf { exponent: f64 },
@@ -126,7 +126,7 @@ struct PatternFile {
     newer_pages: Option<u64>,
 }
 
-/// Defaults of the optional density parameters (docs/EXPERIMENTS.md).
+/// Defaults of the optional density parameters (docs/reference/EXPERIMENTS.md).
 pub const DEFAULT_GAUSSIAN_MEAN: f64 = 0.5;
 pub const DEFAULT_GAUSSIAN_SIGMA: f64 = 0.125;
 pub const DEFAULT_ZIPF_EXPONENT: f64 = 1.0;
@@ -329,7 +329,7 @@ impl WorkloadSpec {
         map
     }
 
-    /// Checks references, values and the limits of docs/EXPERIMENTS.md ("Limits"); errors
+    /// Checks references, values and the limits of docs/reference/EXPERIMENTS.md ("Limits"); errors
     /// name the field path. Linear in the size of the spec.
     pub fn validate(&self) -> Result<(), SpecError> {
         let err = |field: String, message: String| SpecError {

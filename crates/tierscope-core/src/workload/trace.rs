@@ -1,5 +1,5 @@
 //! Memory traces of real programs: valgrind lackey's text output and tierscope's compact
-//! binary format (docs/TRACES.md), read into loads and stores with phase markers, and the
+//! binary format (docs/models/TRACES.md), read into loads and stores with phase markers, and the
 //! placement of the trace's sparse address space into a heap.
 //!
 //! A trace has no timing: replay issues its accesses at a stated rate (accesses per
@@ -177,7 +177,7 @@ impl Trace {
         self.markers.push((at, name.to_string()));
     }
 
-    /// Writes the binary format (docs/TRACES.md): the magic, the version (u32 LE), the
+    /// Writes the binary format (docs/models/TRACES.md): the magic, the version (u32 LE), the
     /// number of markers (u32 LE), each marker as its access index (u64 LE), name length
     /// (u32 LE) and UTF-8 name, then the number of records (u64 LE) and the records (u64 LE:
     /// address in bits 0-56, bit 63 set for a store).

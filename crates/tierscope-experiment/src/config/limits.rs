@@ -1,4 +1,4 @@
-//! The experiment's own limits (docs/EXPERIMENTS.md, "Limits"): durations, the access
+//! The experiment's own limits (docs/reference/EXPERIMENTS.md, "Limits"): durations, the access
 //! rate, and the memory an exact engine needs against what the host has.
 
 use super::{EngineKind, Experiment, MachineConfig};
@@ -17,7 +17,7 @@ pub(super) fn check_times(duration_ns: u64, warmup_ns: u64, rate: u64) -> Result
                 field,
                 format!(
                     "{ns} ns is longer than the limit of 30 days ({MAX_DURATION_NS} ns; \
-                     docs/EXPERIMENTS.md, \"Limits\")"
+                     docs/reference/EXPERIMENTS.md, \"Limits\")"
                 ),
             ));
         }

@@ -15,12 +15,12 @@ pub enum EngineKind {
     #[default]
     Exact,
     /// No access is executed: bits are drawn from the access-rate density of the current
-    /// phase and the caches' miss probabilities (docs/FIDELITY.md). Terabyte and petabyte
+    /// phase and the caches' miss probabilities (docs/models/FIDELITY.md). Terabyte and petabyte
     /// heaps in seconds; agrees with `exact` within the tolerances FIDELITY.md states.
     Stat,
     /// A real machine: the workload runs in a KVM micro-VM whose page tables the host
     /// built, in real time; monitors read and clear the real ACCESSED and DIRTY bits
-    /// (docs/KVM.md). Needs /dev/kvm.
+    /// (docs/models/KVM.md). Needs /dev/kvm.
     Kvm,
 }
 

@@ -40,9 +40,9 @@ struct WorkloadFile {
     phases: Option<Vec<PhaseSpec>>,
     kv: Option<KvSpec>,
     gups: Option<GupsSpec>,
-    /// A recorded memory trace replayed at `rate` (engine `exact`; docs/TRACES.md).
+    /// A recorded memory trace replayed at `rate` (engine `exact`; docs/models/TRACES.md).
     trace: Option<TraceFile>,
-    /// A real program and its arguments (engine `kvm`; docs/PROGRAMS.md).
+    /// A real program and its arguments (engine `kvm`; docs/models/PROGRAMS.md).
     program: Option<Vec<String>>,
     /// The program's environment, `NAME=value` each (empty by default).
     env: Option<Vec<String>>,
@@ -68,7 +68,7 @@ struct WorkloadFile {
 #[serde(deny_unknown_fields)]
 struct TraceFile {
     path: PathBuf,
-    /// `lackey` (valgrind's `--trace-mem=yes` output) or `binary` (docs/TRACES.md).
+    /// `lackey` (valgrind's `--trace-mem=yes` output) or `binary` (docs/models/TRACES.md).
     format: TraceFormat,
     /// Replay lackey's instruction fetches as loads too.
     #[serde(default)]
@@ -170,7 +170,7 @@ struct NamedInput {
     name: String,
 }
 
-/// A file a program may read (docs/PROGRAMS.md, confinement).
+/// A file a program may read (docs/models/PROGRAMS.md, confinement).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProgramInput {
     /// The host file, resolved against the experiment file's folder.
@@ -728,7 +728,7 @@ fn trace(
             format!("{shown}: {e}"),
         ));
     }
-    // At most MAX_TRACE_FILE bytes and MAX_TRACE_ACCESSES accesses (docs/EXPERIMENTS.md).
+    // At most MAX_TRACE_FILE bytes and MAX_TRACE_ACCESSES accesses (docs/reference/EXPERIMENTS.md).
     let trace = match t.format {
         TraceFormat::Lackey => Trace::read_lackey_file(
             &path,

@@ -1,6 +1,6 @@
 //! [`ProgramEngine`]: a program running in the micro-VM, as a machine monitors run on. The
 //! truth is the program's writes (KVM's dirty log, plus the pages the host wrote for its
-//! calls): there is no access truth for a real program (docs/PROGRAMS.md).
+//! calls): there is no access truth for a real program (docs/models/PROGRAMS.md).
 
 use super::elf::{self, Image};
 use super::jail::{Input, Jail};

@@ -1,7 +1,7 @@
 //! Real programs in the micro-VM (vmmload's design): an unmodified static x86-64 Linux
 //! executable runs at CPL 3 with no guest kernel; the host loads it, builds its page
 //! tables, and performs its system calls. Monitors read the real ACCESSED / DIRTY bits of
-//! its page tables and KVM's dirty log of its writes. See docs/PROGRAMS.md.
+//! its page tables and KVM's dirty log of its writes. See docs/models/PROGRAMS.md.
 //!
 //! `elf.rs` reads the executable, `patch.rs` rewrites its `syscall` instructions into port
 //! writes, `space.rs` keeps its mappings, `stack.rs` builds its initial stack,

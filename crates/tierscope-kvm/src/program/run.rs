@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 pub(super) fn run(shared: &ProgShared, mut vcpu: VcpuFd) {
     // With KVM_CAP_SYNC_REGS the registers travel in the shared run structure: a call
-    // then costs one KVM_RUN instead of three ioctls (docs/PROGRAMS.md, overhead).
+    // then costs one KVM_RUN instead of three ioctls (docs/models/PROGRAMS.md, overhead).
     let sync = shared.vm.kvm.check_extension(Cap::SyncRegs);
     if sync {
         vcpu.set_sync_valid_reg(SyncReg::Register);

@@ -10,7 +10,7 @@
 //! descriptors the host opened for it (closed when the process ends); 0, 1 and 2 are the
 //! host's standard streams (closing them in the guest only forgets them; their status flags
 //! are restored at the end).
-//! The supported calls are [`SUPPORTED`] (docs/PROGRAMS.md); any other returns ENOSYS and
+//! The supported calls are [`SUPPORTED`] (docs/models/PROGRAMS.md); any other returns ENOSYS and
 //! is counted.
 
 use super::jail::{self, Jail, Start};

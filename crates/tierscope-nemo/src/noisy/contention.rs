@@ -9,7 +9,7 @@
 //! with M/M/1's waiting-time law, `P(W > t) = u exp(-t (1 - u) / s)` (a request waits
 //! with probability `u`, then an exponential time), with `s = k x idle` so that the mean,
 //! `idle (1 + k u / (1 - u))`, is exactly the tier curve every other model here uses
-//! (`TierSpec::loaded_latency`, docs/TIERING.md; `k` is that curve's `queueing`). The
+//! (`TierSpec::loaded_latency`, docs/models/TIERING.md; `k` is that curve's `queueing`). The
 //! percentiles therefore come from one documented assumption (the exponential tail) on
 //! top of the project's loaded-latency curve, with no constant of their own.
 

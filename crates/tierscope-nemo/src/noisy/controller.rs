@@ -15,7 +15,7 @@
 //!
 //! `q* - q = q (target - e) / e`: the step is proportional to the gap, with the plant's
 //! gain (bandwidth per unit of quota, `e / q`) divided out so one gain works at any
-//! demand. The paper gives neither `a` nor `g`; docs/NEMO.md gives our readings.
+//! demand. The paper gives neither `a` nor `g`; docs/techniques/NEMO.md gives our readings.
 
 use std::collections::VecDeque;
 

@@ -6,7 +6,7 @@
 //! `tenants` places the tenants' pages and generates their requests; `contention` turns
 //! demand into served bandwidth and the victim's latency law (modelled); `telemetry` is
 //! the NEMO and MBM side; `controller` the QoS loop; `sim` steps it all through time.
-//! [`run`] gives the table of docs/NEMO.md ("Use case 3").
+//! [`run`] gives the table of docs/techniques/NEMO.md ("Use case 3").
 
 pub mod contention;
 pub mod controller;
@@ -64,7 +64,7 @@ impl Config {
     /// §5.3's setup: the CXL device NEMO was measured on (380 ns, 16.4 GiB/s, §4) with
     /// 16 GiB of DRAM; the prototype's NEMO; a 1 GiB/s cap; 0.5 s on / 0.5 s off; 10 ms
     /// actuation; 50 ms NEMO windows; MBM at 1, 10 and 100 ms costing 320 us per poll
-    /// (32% of a core at 1 ms). Our readings (docs/NEMO.md): victim 2 GiB/s of random
+    /// (32% of a core at 1 ms). Our readings (docs/techniques/NEMO.md): victim 2 GiB/s of random
     /// lines, 10% writes; neighbour streaming non-temporal stores over 2 GiB at the
     /// device's full bandwidth; EWMA weight 0.5, learning rate 0.5.
     pub fn paper() -> Self {

@@ -36,7 +36,7 @@
 //! caches is ignored here too, though under a skewed density it is no longer uniform
 //! (the TLB keeps the most popular pages, so the paging-structure caches see a flatter
 //! stream than modelled; and the L1 TLB keeps the hottest pages, whose hits the L2 then
-//! never sees: docs/FIDELITY.md shows where that matters).
+//! never sees: docs/models/FIDELITY.md shows where that matters).
 //!
 //! A scrambled zipf's TLB (keys are its pages) beyond [`EXACT_KEYS`] is `Scatter`: its hot
 //! pages are scattered over the region, so runs of consecutive keys would average them

@@ -8,7 +8,7 @@
 //! random pattern at 10 M/s over a region up to 10 GiB puts hundreds of accesses in each
 //! 2 MiB block per 200 ms window). They differ for sparse patterns (about one expected
 //! access per block per window): there the exact truth is a random subset of the region,
-//! the statistical one all of it or none (docs/FIDELITY.md).
+//! the statistical one all of it or none (docs/models/FIDELITY.md).
 //!
 //! A non-uniform density (hotspot, gaussian, zipf) enters as one piece per block of its
 //! region, each with the block's expected count, so the threshold applies per block as in

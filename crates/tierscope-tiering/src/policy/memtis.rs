@@ -208,7 +208,7 @@ fn block_skews(
 /// MEMTIS's skewness bucket (`get_skew_idx`, 0 = not skewed) of every `page`-sized block
 /// with base-page counts in `counts` (4 KiB bins of samples), no block split, the
 /// base-page hot threshold chosen for a fast tier of `capacity` bytes as MEMTIS chooses
-/// it. For measuring how soon a telemetry finds split candidates (docs/NEMO.md).
+/// it. For measuring how soon a telemetry finds split candidates (docs/techniques/NEMO.md).
 pub fn skew_buckets(counts: &PageCounts, page: u64, capacity: u64) -> Vec<(u64, usize)> {
     let none = BTreeSet::new();
     let base = units_of(counts, page, &none, true);

@@ -3,7 +3,7 @@
 //! the same seed: the access stream does not depend on placement), puts the most
 //! densely accessed ranges on the fast tier up to its capacity and everything else on the
 //! slowest tier, and its moves cost nothing. It bounds policies that pack hot data into
-//! the fast tier, not policies that balance load across tiers (docs/TIERING.md).
+//! the fast tier, not policies that balance load across tiers (docs/models/TIERING.md).
 
 use super::periodic::default_period;
 use super::{due_if, Policy, View};

@@ -1,4 +1,4 @@
-"""The claims ledger (docs/CLAIMS.md): the papers' quantitative claims as data beside this
+"""The claims ledger (docs/results/CLAIMS.md): the papers' quantitative claims as data beside this
 file, and `ledger`, which measures ours and gives each claim its status."""
 
 from tierscope.studies.claims.ledger import (

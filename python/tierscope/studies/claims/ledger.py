@@ -123,9 +123,9 @@ MEASURES: dict[str, Measure] = {
     "vmmload": Measure(
         "tierscope repro vmmload --out DIR", quick="tierscope repro vmmload --quick --out DIR"
     ),
-    # The 1 PiB run of docs/FIDELITY.md (abstract: "petabyte-scale").
+    # The 1 PiB run of docs/models/FIDELITY.md (abstract: "petabyte-scale").
     "run-petabyte-1p": _run_measure("paper/petabyte-1p"),
-    # Linear scanning's cost at 64 GiB (docs/BASELINES.md section 1); quick: at 1 GiB.
+    # Linear scanning's cost at 64 GiB (docs/results/BASELINES.md section 1); quick: at 1 GiB.
     "run-scan-cost-64g": _run_measure("baselines/scan-cost-64g", quick="baselines/scan-cost-1g"),
 }
 
@@ -403,7 +403,7 @@ def counts_line(rows: Sequence[Row]) -> str:
 
 
 def render(rows: Sequence[Row], title: str = "Claims ledger", produced: str = "") -> str:
-    """docs/CLAIMS.md: how it was produced, the counts and shares per paper and status,
+    """docs/results/CLAIMS.md: how it was produced, the counts and shares per paper and status,
     then one table per paper."""
     lines = [f"# {title}", ""]
     if produced:
