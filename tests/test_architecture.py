@@ -1,0 +1,69 @@
+"""docs/ARCHITECTURE.md stays true: it names every registered monitor type, policy and
+engine, every crate and every technique's and policy's source file, every document under
+docs/, and every path it cites exists. A registry entry, a source file or a document added
+without a word in it fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tierscope import _core
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCH = ROOT / "docs" / "ARCHITECTURE.md"
+
+
+def text() -> str:
+    return ARCH.read_text(encoding="utf-8")
+
+
+def test_every_registered_component_is_named() -> None:
+    t = text()
+    kinds = {p["type"] for p in _core.monitor_presets()}
+    policies = {p["name"] for p in _core.policies()}
+    engines = {e["name"] for e in _core.engines()}
+    for what, names in [("monitor type", kinds), ("policy", policies), ("engine", engines)]:
+        missing = sorted(n for n in names if f"`{n}`" not in t)
+        assert not missing, f"docs/ARCHITECTURE.md does not name the {what}s {missing}"
+
+
+def test_every_crate_and_technique_file_is_named() -> None:
+    t = text()
+    crates = sorted(p.name for p in (ROOT / "crates").iterdir() if (p / "Cargo.toml").exists())
+    missing = [c for c in crates if f"`{c}`" not in t]
+    assert not missing, f"crates missing from docs/ARCHITECTURE.md: {missing}"
+    sources = [
+        *(ROOT / "crates/tierscope-monitors/src").glob("*.rs"),
+        *(ROOT / "crates/tierscope-tiering/src/policy").glob("*.rs"),
+    ]
+    missing = sorted(
+        p.name for p in sources if p.name not in ("lib.rs", "mod.rs") and f"`{p.name}`" not in t
+    )
+    assert not missing, f"source files missing from docs/ARCHITECTURE.md: {missing}"
+
+
+def test_every_document_is_named() -> None:
+    t = text()
+    docs = sorted(
+        p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md") if p != ARCH
+    )
+    missing = [d for d in docs if d not in t]
+    assert not missing, f"documents missing from docs/ARCHITECTURE.md: {missing}"
+
+
+def test_every_cited_path_exists() -> None:
+    # Backticked repository paths: `crates/...`, `python/...`, `docs/...`, `tests/...`,
+    # `experiments/...`, `scripts/...` (a trailing `/` for a directory).
+    cited = set(re.findall(r"`((?:crates|python|docs|tests|experiments|scripts)/[^`\s]+)`", text()))
+    # The recipes' placeholder files (`policy/foo.rs`, `techniques/FOO.md`) are not paths.
+    missing = sorted(
+        c for c in cited if "/foo." not in c.lower() and not (ROOT / c.rstrip("/")).exists()
+    )
+    assert not missing, f"docs/ARCHITECTURE.md cites paths that do not exist: {missing}"
+    # The map names documents relative to docs/ (`models/MACHINE.md`): each one exists.
+    named = set(
+        re.findall(r"\b((?:guide|reference|models|techniques|results)/[A-Z_]+\.md)", text())
+    )
+    missing = sorted(d for d in named if "FOO." not in d and not (ROOT / "docs" / d).exists())
+    assert not missing, f"docs/ARCHITECTURE.md names documents that do not exist: {missing}"
