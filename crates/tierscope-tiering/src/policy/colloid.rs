@@ -12,7 +12,7 @@
 //! Colloid reads the latencies from the memory controllers' queue occupancy and arrival
 //! rate; here they are the performance model's loaded latencies of the last window
 //! ([`View::latency_ns`]). The bisection over the access share is our reading of its
-//! page-selection step (docs/models/TIERING.md).
+//! page-selection step (docs/techniques/COLLOID.md).
 
 use super::counts::PageCounts;
 use super::{promote_with_room, Policy, View};

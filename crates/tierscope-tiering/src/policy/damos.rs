@@ -4,7 +4,7 @@
 //!
 //! Three ways to write them, which may be mixed (`schemes` first, then `damo`, then
 //! `damo_json`):
-//! - `schemes`: tables (fields below; docs/models/TIERING.md, "DAMOS schemes");
+//! - `schemes`: tables (fields below; docs/techniques/DAMOS.md);
 //! - `damo`: damo's own command line, read as damo 3.4.3 reads it (`args.rs`): the i-th
 //!   `--damos_age` belongs to the i-th `--damos_action` wherever it is written, times and
 //!   sizes in damo's units (`units.rs`: a bare `--damos_age` is microseconds, a bare
@@ -23,7 +23,7 @@
 //! coldest first for `migrate_cold`, until its quota for the current interval is spent.
 //! Access rates become `nr_accesses` bounds and ages aggregation-interval bounds exactly as
 //! damo converts them for the kernel, with the feeding monitor's intervals. One
-//! simplification (docs/models/TIERING.md): DAMON tunes the effective quota by feedback towards
+//! simplification (docs/techniques/DAMOS.md): DAMON tunes the effective quota by feedback towards
 //! the goal; here the goal gates the scheme: it applies while the goal's metric is below
 //! the target.
 

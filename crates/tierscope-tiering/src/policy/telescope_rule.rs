@@ -3,7 +3,7 @@
 //! regions move to the fast tier hottest first, at most 10 GB per window. The paper does
 //! not say how room is made when the fast tier is full; we demote the regions the same
 //! snapshot reports coldest (fewest accesses, then oldest), only as much as the
-//! promotions need (docs/models/TIERING.md).
+//! promotions need (docs/techniques/TELESCOPE_RULE.md).
 //!
 //! "Subsequent profiling windows split larger hot regions, and hence they are eventually
 //! migrated" (§6.3.2). A monitor's regions split on differences in access, so a uniformly
