@@ -24,6 +24,7 @@ earlier output is replaced only with `force`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import re
@@ -50,6 +51,17 @@ PAIRS = 7
 
 #: The paper's md5: 4.3 GiB in 280,078 calls, about 16 KiB per read.
 PAPER_MD5_CHUNK = 16384
+
+#: An exit to user space on bare metal, the kernel's part: 2,528 cycles from the KVM_RUN
+#: ioctl's entry to its return around one guest run (AMD SVM; four samples of 2,528-2,576
+#: cycles posted to LKML in December 2020 with the vmsave/vmload host-state patch,
+#: https://lkml.iu.edu/hypermail/linux/kernel/2012.2/00527.html). A lower bound on what
+#: one call costs a VMM on bare metal: the VMM's own handling comes on top.
+BARE_METAL_EXIT_CYCLES = 2528
+
+#: Cycles to seconds for the bare-metal figure: the cost model's clock
+#: (docs/models/COST_MODEL.md, `cpu_hz`), so 2,528 cycles are 1.2 us.
+BARE_METAL_HZ = 2.1e9
 
 
 class StudyError(RunError):
@@ -80,6 +92,9 @@ def cases(quick: bool) -> list[Case]:
         Case("raytrace", f"raytrace {w}x{h} (CPU-bound)", "raytrace", (w, h)),
         *md5,
         Case("getpid", f"getpid x {int(calls):,} (one call's round trip)", "getpid_loop", (calls,)),
+        # The same program with one call: what the getpid row spends on anything but its
+        # calls (starting the process, creating the VM), subtracted to get one exit's cost.
+        Case("getpid-1", "getpid x 1 (start-up only)", "getpid_loop", ("1",)),
     ]
 
 
@@ -205,17 +220,53 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     return statistics.correlation(rx, ry)
 
 
+def exit_cost(many: dict[str, Any], one: dict[str, Any]) -> dict[str, float]:
+    """One system call's cost natively and in the VM, from the getpid loop run with many
+    calls and with one: the difference of the two runs' median times per extra call, so
+    that starting the process and creating the VM cancel out. `exit_us` is what the VM
+    adds to a call: the exit to tierscope and back (the host performs the same getpid)."""
+    calls = many["syscalls_by_name"].get("getpid", 0) - one["syscalls_by_name"].get("getpid", 0)
+    if calls <= 0:
+        raise StudyError("the getpid runs made no extra getpid calls")
+    native = (many["native_s"] - one["native_s"]) / calls * 1e6
+    vm = (many["vm_s"] - one["vm_s"]) / calls * 1e6
+    bare = BARE_METAL_EXIT_CYCLES / BARE_METAL_HZ * 1e6
+    return {
+        "native_call_us": native,
+        "vm_call_us": vm,
+        "exit_us": vm - native,
+        "exit_over_native_call": (vm - native) / native if native > 0 else math.inf,
+        "bare_metal_exit_us": bare,
+    }
+
+
+def bare_metal_slowdown_pct(row: dict[str, Any], exit_us: float, bare_us: float) -> float:
+    """The row's slowdown had each of its calls cost a bare-metal exit instead of this
+    host's: the measured slowdown less calls x (this host's exit - bare metal's) over the
+    native time."""
+    saved_s = row["syscalls"] * (exit_us - bare_us) * 1e-6
+    return row["slowdown_pct"] - saved_s / row["native_s"] * 100
+
+
 def derived(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Values the paper's trends are about, from the rows."""
     md5 = [r for r in rows if r["case"].startswith("md5-")]
     by = {r["case"]: r for r in rows}
-    return {
+    out: dict[str, Any] = {
         # The paper: the slowdown follows the system calls (section 5.1).
         "md5_calls_slowdown_rank_correlation": spearman(
             [float(r["syscalls"]) for r in md5], [r["slowdown_pct"] for r in md5]
         ),
         "call_round_trip_us": by["getpid"]["added_us_per_call"] if "getpid" in by else None,
     }
+    if "getpid" in by and "getpid-1" in by:
+        cost = exit_cost(by["getpid"], by["getpid-1"])
+        out["exit"] = cost
+        out["bare_metal_slowdown_pct"] = {
+            r["case"]: bare_metal_slowdown_pct(r, cost["exit_us"], cost["bare_metal_exit_us"])
+            for r in md5
+        }
+    return out
 
 
 def render(report: dict[str, Any]) -> str:
@@ -241,10 +292,25 @@ def render(report: dict[str, Any]) -> str:
         f"md5: rank correlation of system calls and slowdown {rho_text}; "
         f"one call's round trip adds {d['call_round_trip_us']:.1f} us",
         f"paper: {PAPER['cpu_bound']}; {PAPER['md5']}",
+        *_exit_lines(d),
         f"host: {report['host']['machine']}, load average {report['host']['load_before']} "
         f"before, {report['host']['load_after']} after; {report['wall_s']:.0f} s wall",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _exit_lines(d: dict[str, Any]) -> list[str]:
+    if "exit" not in d:
+        return []
+    e = d["exit"]
+    bare = ", ".join(f"{k} {v:+.1f} %" for k, v in d["bare_metal_slowdown_pct"].items())
+    return [
+        f"one getpid: {e['native_call_us']:.2f} us natively, {e['vm_call_us']:.2f} us in the "
+        f"VM: an exit adds {e['exit_us']:.2f} us ({e['exit_over_native_call']:.0f}x the "
+        f"native call; this host is itself a VM, so each exit crosses two levels)",
+        f"with a bare-metal exit ({BARE_METAL_EXIT_CYCLES:,} cycles = "
+        f"{e['bare_metal_exit_us']:.2f} us) the md5 slowdowns would be: {bare}",
+    ]
 
 
 def main(out: Path, *, quick: bool = False, force: bool = False) -> int:
