@@ -28,7 +28,7 @@ import numpy as np
 
 from tierscope import _core, outdir
 from tierscope.data import experiments_dir
-from tierscope.experiment import load_experiment
+from tierscope.experiment import Overrides, load_experiment
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult
 from tierscope.runner import run
@@ -51,12 +51,15 @@ PAPER = {
 THP_RATIOS = {"1:2": 1 / 3, "1:8": 1 / 9}
 
 
-def hotset(duration_s: float | None) -> tuple[list[dict[str, Any]], RunResult]:
+def hotset(
+    duration_s: float | None, overrides: Overrides = ()
+) -> tuple[list[dict[str, Any]], RunResult]:
     """Use case 1: per policy, the fast tier's share per window and when it recovers;
-    and the run."""
+    and the run. `overrides`: `--set` pairs on the experiment (scripts/nemo_sensitivity.py)."""
     doc = _document("hotset-recovery.toml", duration_s)
+    exp = load_experiment(doc, source_name="hotset-recovery.toml", overrides=overrides)
     shift_s = _seconds(doc["workload"]["kv"]["shift_at"])
-    result = run(doc, progress=False)
+    result = run(exp, progress=False)
     rows = []
     for name, p in result.policies.items():
         served = p.windows["served"].astype(float)
@@ -105,9 +108,11 @@ def _cpu(summary: dict[str, Any], duration_ns: int) -> float | None:
     return None if ns is None else 100.0 * ns / duration_ns
 
 
-def thp(duration_s: float | None) -> list[dict[str, Any]]:
-    """Use case 2 at each fast-tier ratio."""
-    exp = load_experiment(_document("thp-split.toml", duration_s))
+def thp(duration_s: float | None, overrides: Overrides = ()) -> list[dict[str, Any]]:
+    """Use case 2 at each fast-tier ratio. `overrides`: `--set` pairs on the experiment."""
+    exp = load_experiment(
+        _document("thp-split.toml", duration_s), source_name="thp-split.toml", overrides=overrides
+    )
     names = {share: ratio for ratio, share in THP_RATIOS.items()}
     rows = _core.nemo_thp_split(exp._inner, list(THP_RATIOS.values()))
     return [{"ratio": names[r["fast_share"]], **r} for r in rows]
