@@ -67,3 +67,26 @@ def test_every_cited_path_exists() -> None:
     )
     missing = sorted(d for d in named if "FOO." not in d and not (ROOT / "docs" / d).exists())
     assert not missing, f"docs/ARCHITECTURE.md names documents that do not exist: {missing}"
+
+
+def test_every_technique_and_policy_has_a_page() -> None:
+    # One page per technique and policy under docs/techniques/: each source file that
+    # implements a registered monitor (`impl Technique for`) or policy (`impl
+    # PolicyTechnique for`) is named on at least one page.
+    pages = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs/techniques").glob("*.md"))
+    sources = [
+        *(ROOT / "crates/tierscope-monitors/src").glob("*.rs"),
+        *(ROOT / "crates/tierscope-tiering/src/policy").glob("*.rs"),
+    ]
+    implementing = [
+        p.name
+        for p in sources
+        if re.search(r"\bimpl (Policy)?Technique for\b", p.read_text(encoding="utf-8"))
+    ]
+    # The check finds one file per registered monitor type and policy.
+    registered = {p["type"] for p in _core.monitor_presets()} | {
+        p["name"] for p in _core.policies()
+    }
+    assert len(implementing) == len(registered), (implementing, sorted(registered))
+    missing = sorted(n for n in implementing if n not in pages)
+    assert not missing, f"no page under docs/techniques/ names {missing}"
