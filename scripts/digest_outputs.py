@@ -130,7 +130,7 @@ def sweep_case() -> str:
     }
     with tempfile.TemporaryDirectory() as d:
         run_sweep(spec, Path(d) / "s", progress=False)
-        df = load_sweep(Path(d) / "s").sort(["run_id", "row"])
+        df = load_sweep(Path(d) / "s").sort(["run_id", "monitor"])
     cols = [c for c in df.columns if c not in VOLATILE and not c.startswith("wall")]
     return hashlib.sha256(df.select(cols).write_csv().encode()).hexdigest()
 

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# Figures as PNG only: the vector formats (SVG, PDF) cost about 0.2 s per figure each and
+# every run directory has several. test_figures.py checks the default (all three) itself;
+# the CLI subprocesses inherit this.
+os.environ.setdefault("TIERSCOPE_FIGURES", "png")
 
 # 64 MiB heap: 8 MiB hot (random loads), the rest never touched after initialisation.
 TINY_MASIM = """\

@@ -461,7 +461,7 @@ def test_a_store_from_before_manifests_resumes(workdir: Path) -> None:
     sweep_file(workdir, seeds=2)
     assert tierscope.run_sweep(workdir / "sweep.toml", workdir / "out", progress=False).done == 2
     (workdir / "out" / outdir.MANIFEST).unlink()
-    (workdir / "out" / "rows" / "seed=2.parquet").unlink()
+    (workdir / "out" / "monitors" / "seed=2.parquet").unlink()
     outcome = tierscope.run_sweep(workdir / "sweep.toml", workdir / "out", progress=False)
     assert (outcome.skipped, outcome.done) == (1, 1)
     assert manifest(workdir / "out")["files"] == ["sweep.json"]
@@ -479,12 +479,12 @@ def test_a_corrupt_parquet_file_is_named(
     monkeypatch.chdir(workdir)
     sweep_file(workdir, seeds=2)
     assert cli(["sweep", "sweep.toml", "--out", "out", "--quiet"], capsys)[0] == 0
-    (workdir / "out" / "rows" / "seed=2.parquet").write_bytes(b"PAR1 not really")
+    (workdir / "out" / "monitors" / "seed=2.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(tierscope.OutputError, match=r"seed=2\.parquet: not a readable Parquet"):
         tierscope.load_sweep(workdir / "out")
     status, err = cli(["report", "out"], capsys)
     assert status == 2
-    one_line(err, "out/rows/seed=2.parquet: not a readable Parquet file", "remove it")
+    one_line(err, "out/monitors/seed=2.parquet: not a readable Parquet file", "remove it")
     (workdir / "out" / "sweep.json").write_text("{")
     status, err = cli(["sweep", "sweep.toml", "--out", "out"], capsys)
     assert status == 2
@@ -502,7 +502,7 @@ def test_a_full_disk_in_a_sweep_is_one_line(
     status, err = cli(["sweep", "sweep.toml", "--out", "out", "--quiet"], capsys)
     assert status == 2
     one_line(err, "cannot write out: No space left on device")
-    assert list((workdir / "out" / "rows").iterdir()) == []
+    assert list((workdir / "out" / "monitors").iterdir()) == []
 
 
 # --- other commands ---------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""Sweeps: expansion through the CLI, the local executor, the Parquet store (monitor rows,
-and policy rows for experiments with [tiering]; rows stored before policy rows existed),
-resuming after kill -9 and Ctrl-C, the Ray executor (where Ray is installed)."""
+"""Sweeps: expansion through the CLI, the local executor, the Parquet store (a monitor
+table, and a policy table for experiments with [tiering]; swept parameters typed; stores
+written in the single-table layout), resuming after kill -9 and Ctrl-C, the Ray executor
+(where Ray is installed)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import tierscope
 from conftest import run_cli
 from tierscope.sweep.store import (
     MIGRATION_COLUMNS,
+    MONITOR_COLUMNS,
     OP_LATENCY_COLUMNS,
     POLICY_COLUMNS,
     POLICY_SUMMARY_COLUMNS,
-    SUMMARY_COLUMNS,
+    param_columns,
 )
 
 BASE = """\
@@ -71,8 +73,6 @@ tiers = [{ preset = "dram", capacity = "32MiB" }, "cxl"]
 policies = ["telescope-rule", "oracle", "static"]
 """
 POLICY_RUNS = ["telescope-rule@damon-mod", "oracle", "static"]
-#: The columns every row had before policy rows existed, in their order.
-MONITOR_COLUMNS = ["run_id", "capacity", "seed", "monitor", "kind", *SUMMARY_COLUMNS]
 
 
 def tiering_sweep_file(
@@ -90,7 +90,13 @@ def tiering_sweep_file(
 
 
 def rows_dir(out: Path) -> list[Path]:
-    return sorted((out / "rows").glob("*.parquet"))
+    """The stored runs' monitor tables (one file per stored run)."""
+    return sorted((out / "monitors").glob("*.parquet"))
+
+
+def table_files(out: Path) -> list[Path]:
+    """Every stored table file, monitors then policies."""
+    return rows_dir(out) + sorted((out / "policies").glob("*.parquet"))
 
 
 def test_local_sweep_stores_one_row_per_run_and_monitor(tmp_path: Path) -> None:
@@ -99,7 +105,10 @@ def test_local_sweep_stores_one_row_per_run_and_monitor(tmp_path: Path) -> None:
     assert (outcome.runs, outcome.done, outcome.skipped) == (6, 6, 0)
     df = tierscope.load_sweep(tmp_path / "out")
     assert df.height == 12
-    assert df["seed"].dtype.is_integer() and df["sample"].to_list()[:2] == ["2ms", "2ms"]
+    # The swept durations as integers in ns, the unit in the column's name.
+    assert df.columns == ["run_id", "sample_ns", "seed", *MONITOR_COLUMNS]
+    assert df["seed"].dtype.is_integer() and df["sample_ns"].dtype.is_integer()
+    assert df["sample_ns"].to_list()[::6] == [2_000_000, 5_000_000]
     assert df.select(["run_id", "monitor"]).unique().height == 12
     # Each row is the run's own metrics: rerunning one run alone gives the same numbers.
     r = tierscope.expand_sweep(sweep)[4]
@@ -117,25 +126,18 @@ def test_tiering_sweep_stores_a_row_per_policy_run(tmp_path: Path) -> None:
     sweep = tiering_sweep_file(tmp_path)
     outcome = tierscope.run_sweep(sweep, tmp_path / "out", jobs=2, progress=False)
     assert (outcome.runs, outcome.done) == (4, 4)
-    df = tierscope.load_sweep(tmp_path / "out")
-    # Per run: its monitor row, then one row per policy run.
-    assert df.height == 16
-    assert df["row"].to_list() == ["monitor", "policy", "policy", "policy"] * 4
-    # The monitor rows' columns come first, as before; the policy rows' are appended.
-    assert df.columns == [*MONITOR_COLUMNS, *POLICY_COLUMNS]
-    assert df["capacity"].dtype == pl.String and df["seed"].dtype.is_integer()
-    assert df.select(["run_id", "row", "monitor", "policy_run"]).unique().height == 16
-    monitors = df.filter(pl.col("row") == "monitor")
-    policies = df.filter(pl.col("row") == "policy")
+    monitors = tierscope.load_sweep(tmp_path / "out")
+    policies = tierscope.load_sweep(tmp_path / "out", "policies")
+    # Two tables, each with its own columns only: no column of nulls for the other kind.
+    params = ["run_id", "capacity_bytes", "seed"]
+    assert monitors.columns == [*params, *MONITOR_COLUMNS]
+    assert policies.columns == [*params, *POLICY_COLUMNS]
+    assert policies["capacity_bytes"].to_list() == [4 << 20] * 6 + [32 << 20] * 6
+    assert monitors.height == 4 and policies.height == 12
+    assert policies.select(["run_id", "policy_run"]).unique().height == 12
     assert monitors["monitor"].to_list() == ["damon-mod"] * 4
     assert monitors["kind"].to_list() == ["damon"] * 4
     assert monitors["precision"].null_count() == 0
-    # Columns that do not apply to a row's kind are null.
-    for column in POLICY_COLUMNS:
-        if column != "row":
-            assert monitors[column].null_count() == 4, column
-    for column in ["kind", *SUMMARY_COLUMNS]:
-        assert policies[column].null_count() == 12, column
     assert policies["policy_run"].to_list() == POLICY_RUNS * 4
     assert policies["policy_kind"].to_list() == ["telescope-rule", "oracle", "static"] * 4
     # The monitor feeding each policy; none for the oracle and static.
@@ -145,7 +147,7 @@ def test_tiering_sweep_stores_a_row_per_policy_run(tmp_path: Path) -> None:
     assert r.params == {"capacity": "32MiB", "seed": 2}
     metrics = tierscope.run(r.experiment, progress=False).metrics["policies"]
     for name, p in metrics.items():
-        row = df.filter((pl.col("run_id") == r.id) & (pl.col("policy_run") == name)).row(
+        row = policies.filter((pl.col("run_id") == r.id) & (pl.col("policy_run") == name)).row(
             0, named=True
         )
         assert (row["policy"], row["policy_kind"]) == (p["policy"], p["kind"])
@@ -168,7 +170,8 @@ def test_tiering_sweep_stores_a_row_per_policy_run(tmp_path: Path) -> None:
     assert static["speedup_over_slow"].to_list() == [1.0] * 4
     assert static["promoted_bytes"].to_list() == [0] * 4
     small, big = (
-        oracle.filter(pl.col("capacity") == c)["speedup_over_slow"].min() for c in ("4MiB", "32MiB")
+        oracle.filter(pl.col("capacity_bytes") == c)["speedup_over_slow"].min()
+        for c in (4 << 20, 32 << 20)
     )
     assert big > small > 1.0
     # Run again: everything is stored, nothing runs.
@@ -206,8 +209,9 @@ def test_policy_row_of_a_workload_with_operations(tmp_path: Path) -> None:
         },
     }
     store.write({"id": "a", "params": {"rate": 2.5}}, metrics)
-    (row,) = tierscope.load_sweep(tmp_path / "out").to_dicts()
-    assert row["rate"] == 2.5 and row["row"] == "policy" and row["monitor"] == "pebs"
+    assert tierscope.load_sweep(tmp_path / "out").height == 0
+    (row,) = tierscope.load_sweep(tmp_path / "out", "policies").to_dicts()
+    assert row["rate"] == 2.5 and row["monitor"] == "pebs"
     assert (row["policy_run"], row["policy"], row["policy_kind"]) == (
         "hemem@pebs",
         "hemem",
@@ -219,46 +223,82 @@ def test_policy_row_of_a_workload_with_operations(tmp_path: Path) -> None:
     assert row["migration_cpu_ns"] == 3000 and isinstance(row["migration_cpu_ns"], int)
     assert (row["promoted_bytes"], row["migrated_pages"], row["migration_stall_ns"]) == (4096, 1, 7)
     # Counters the metrics lack are null, not zero.
-    assert row["demoted_bytes"] is None and row["precision"] is None
+    assert row["demoted_bytes"] is None
 
 
-def test_rows_stored_before_policy_rows_existed_still_load(tmp_path: Path) -> None:
+def legacy_store(out: Path, param: str, raw: dict[str, str], *, with_row: bool) -> None:
+    """Rewrites a store's tables as stores wrote them before the tables were separate:
+    one rows/<run id>.parquet per run, the parameter as the string swept (`raw`: by run
+    id), the policy rows' columns after the monitor rows' and `row` telling them apart
+    (without it, as before policy rows existed)."""
     import polars as pl
 
-    sweep = sweep_file(tmp_path, seeds=2)
+    column = next(c for c in pl.read_parquet(rows_dir(out)[0]).columns if c.startswith(param))
+    (out / "rows").mkdir()
+    for f in rows_dir(out):
+        tables = [pl.read_parquet(f)]
+        if (out / "policies" / f.name).is_file():
+            tables.append(pl.read_parquet(out / "policies" / f.name))
+        frames = []
+        for kind, t in zip(("monitor", "policy"), tables, strict=False):
+            t = t.drop(column).insert_column(1, pl.Series(param, [raw[f.stem]] * t.height))
+            frames.append(t.with_columns(pl.lit(kind).alias("row")) if with_row else t)
+        old = pl.concat(frames, how="diagonal_relaxed")
+        old.write_parquet(out / "rows" / f.name)
+        f.unlink()
+        (out / "policies" / f.name).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("tiering", [False, True])
+def test_stores_in_the_single_table_layout_still_load(tmp_path: Path, tiering: bool) -> None:
+    sweep = tiering_sweep_file(tmp_path) if tiering else sweep_file(tmp_path, seeds=2)
     out = tmp_path / "out"
     tierscope.run_sweep(sweep, out, jobs=2, progress=False)
-    new = tierscope.load_sweep(out)
-    assert new["row"].to_list() == ["monitor"] * 8
-    # Rewrite two runs' files as the store wrote them before: the monitor columns only.
-    old = ["run_id", "sample", "seed", "monitor", "kind", *SUMMARY_COLUMNS]
-    files = rows_dir(out)
-    for f in files[:2]:
-        table = pq.read_table(f)
-        pq.write_table(table.select(old), f, compression="zstd")
-        assert pq.read_table(f).column_names == old
-    df = tierscope.load_sweep(out)
-    # The same frame: the old rows are monitor rows, their policy columns null.
-    assert df.columns == new.columns and df.schema == new.schema
-    assert df.equals(new)
-    assert df["row"].to_list() == ["monitor"] * 8
-    assert df.select(list(POLICY_COLUMNS)[1:]).null_count().row(0) == (8,) * (
-        len(POLICY_COLUMNS) - 1
-    )
-    # A mix of old and new files resumes: nothing reruns, the report still renders.
-    assert tierscope.run_sweep(sweep, out, progress=False).skipped == 4
+    new = {t: tierscope.load_sweep(out, t) for t in ("monitors", "policies")}
+    runs = tierscope.expand_sweep(sweep)
+    param = "capacity" if tiering else "sample"
+    legacy_store(out, param, {r.id: r.params[param] for r in runs}, with_row=tiering)
+    assert rows_dir(out) == [] and len(list((out / "rows").iterdir())) == len(runs)
+    # The same frames, the parameter typed again from sweep.json.
+    for t, frame in new.items():
+        old = tierscope.load_sweep(out, t)
+        assert old.schema == frame.schema and old.equals(frame), t
+    # A store in the old layout resumes: nothing reruns, the report still renders.
+    assert tierscope.run_sweep(sweep, out, progress=False).skipped == len(runs)
     text = tierscope.write_report(out).read_text()
-    assert "4 of 4 runs stored" in text and "Tiering" not in text
-    assert df.filter(pl.col("monitor") == "damon-mod").height == 4
+    assert f"{len(runs)} of {len(runs)} runs stored" in text
+    assert ("Tiering" in text) == tiering
 
 
-def test_a_parameter_named_like_a_row_column_is_refused(tmp_path: Path) -> None:
-    sweep = tiering_sweep_file(tmp_path)
-    sweep.write_text(sweep.read_text() + 'name = "policy"\n')
-    with pytest.raises(tierscope.ConfigError, match="named 'policy', like a column") as e:
-        tierscope.run_sweep(sweep, tmp_path / "out", progress=False)
-    assert e.value.field == "axes"
-    assert not (tmp_path / "out").exists()
+def test_parameters_are_typed_by_their_values() -> None:
+    runs = [
+        {"params": {"aggr": "2ms", "cap": "4KiB", "rate": "10M/s", "share": "20%", "n": 3}},
+        {"params": {"aggr": "1.5s", "cap": "0", "rate": "5kHz", "share": "2.5%", "n": 2.5}},
+        {"params": {"aggr": "10us", "cap": "90GB", "rate": "1/s", "share": "0%", "n": 1}},
+    ]
+    columns = param_columns(runs)
+    assert [(c.column, str(c.type), c.unit) for c in columns] == [
+        ("aggr_ns", "int64", "ns"),
+        ("cap_bytes", "int64", "bytes"),
+        ("rate_per_s", "int64", "per_s"),
+        ("share_percent", "double", "percent"),
+        ("n", "double", None),
+    ]
+    values = [[c.value(r["params"][c.param]) for c in columns] for r in runs]
+    assert values == [
+        [2_000_000, 4096, 10_000_000, 20.0, 3],
+        [1_500_000_000, 0, 5_000, 2.5, 2.5],
+        [10_000, 90_000_000_000, 1, 0.0, 1],
+    ]
+    # Values of mixed kinds, bare numbers as text, lists: text (lists as JSON).
+    mixed = [{"params": {"a": "2ms", "b": "1", "c": [1, 2]}}, {"params": {"a": "4KiB", "b": "2"}}]
+    columns = param_columns(mixed)
+    assert [(c.column, str(c.type)) for c in columns] == [
+        ("a", "string"),
+        ("b", "string"),
+        ("c", "string"),
+    ]
+    assert columns[2].value([1, 2]) == "[1, 2]" and columns[2].value(None) is None
 
 
 def test_dry_run_lists_the_runs(tmp_path: Path) -> None:
@@ -292,7 +332,7 @@ def test_killed_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) 
     # Restarted, it runs only what is missing and ends with every row once.
     outcome = tierscope.run_sweep(sweep, out, jobs=2, progress=False)
     assert outcome.skipped >= stored and outcome.done == 40 - outcome.skipped
-    assert not list((out / "rows").glob(".*.tmp"))
+    assert not list((out / "monitors").glob(".*.tmp"))
     df = tierscope.load_sweep(out)
     assert df.height == 80
     assert df.select(["run_id", "monitor"]).unique().height == 80
@@ -304,23 +344,26 @@ def test_killed_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) 
 
 
 def test_killed_tiering_sweep_resumes_without_losing_or_repeating_a_row(tmp_path: Path) -> None:
-    # A run's monitor and policy rows are one file: a run is stored whole or not at all.
+    # A run's policy table is written before its monitor table, which marks it stored: a
+    # stored run has both, whole.
     sweep = tiering_sweep_file(tmp_path, seeds=8)
     out = tmp_path / "out"
     stored = kill_sweep_after(sweep, out, rows=4)
     assert 4 <= stored < 16, stored
     for f in rows_dir(out):
-        assert pq.read_table(f)["row"].to_pylist() == ["monitor", "policy", "policy", "policy"]
+        assert pq.read_table(f).num_rows == 1
+        assert pq.read_table(out / "policies" / f.name)["policy_run"].to_pylist() == POLICY_RUNS
     outcome = tierscope.run_sweep(sweep, out, jobs=2, progress=False)
     assert outcome.skipped >= stored and outcome.done == 16 - outcome.skipped
-    assert not list((out / "rows").glob(".*.tmp"))
-    df = tierscope.load_sweep(out)
-    assert df.height == 64
-    assert df.select(["run_id", "row", "monitor", "policy_run"]).unique().height == 64
-    assert df.filter(df["row"] == "policy").select(["run_id", "policy_run"]).unique().height == 48
+    assert not list((out / "monitors").glob(".*.tmp"))
+    assert not list((out / "policies").glob(".*.tmp"))
+    assert tierscope.load_sweep(out).height == 16
+    policies = tierscope.load_sweep(out, "policies")
+    assert policies.height == 48
+    assert policies.select(["run_id", "policy_run"]).unique().height == 48
     clean = tmp_path / "clean"
     tierscope.run_sweep(sweep, clean, jobs=2, progress=False)
-    for a, b in zip(rows_dir(out), rows_dir(clean), strict=True):
+    for a, b in zip(table_files(out), table_files(clean), strict=True):
         assert a.name == b.name and a.read_bytes() == b.read_bytes(), a.name
 
 
@@ -337,7 +380,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_runs(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert not list((out / "rows").glob(".*.tmp"))
+    assert not list((out / "monitors").glob(".*.tmp"))
     assert tierscope.load_sweep(out).height == 2 * len(rows_dir(out))
 
 
@@ -385,8 +428,9 @@ def test_ray_executor_gives_the_same_rows(tmp_path: Path) -> None:
     assert outcome.done == 4 and not outcome.failed
     assert tiered.done == 2 and not tiered.failed
     for name in ("", "tiering-"):
-        local, remote = rows_dir(tmp_path / f"{name}local"), rows_dir(tmp_path / f"{name}ray")
+        local = table_files(tmp_path / f"{name}local")
+        remote = table_files(tmp_path / f"{name}ray")
         assert [p.name for p in local] == [p.name for p in remote]
         for a, b in zip(local, remote, strict=True):
             assert a.read_bytes() == b.read_bytes(), a.name
-    assert tierscope.load_sweep(tmp_path / "tiering-ray")["row"].to_list().count("policy") == 6
+    assert tierscope.load_sweep(tmp_path / "tiering-ray", "policies").height == 6

@@ -16,7 +16,7 @@ from tierscope import outdir
 from tierscope.export import csv as csv_export
 from tierscope.export import damo
 from tierscope.outdir import OutputError
-from tierscope.plot import heatmap, placement, throughput
+from tierscope.plot import heatmap, placement, shared_scales, throughput
 from tierscope.results import RunResult, save_arrays, save_policy_arrays
 
 __all__ = [
@@ -60,18 +60,20 @@ def _check_unique_files(result: RunResult) -> None:
 
 
 def write_files(result: RunResult, directory: Path) -> None:
-    """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png,
-    <m>.damon and arrays-<m>.npz (what `tierscope.load` reads back) into `directory`;
-    with tiering policy runs, also arrays-policy-<run>.npz per run, throughput.png and
-    placement.png."""
+    """Writes metrics.json and, per monitor, windows-<m>.csv, heatmap-<m>.png (and .svg,
+    .pdf: `tierscope.plot.figure_formats`), <m>.damon and arrays-<m>.npz (what
+    `tierscope.load` reads back) into `directory`; with tiering policy runs, also
+    arrays-policy-<run>.npz per run, throughput.png and placement.png (with their vector
+    formats). The heatmaps of monitors counting the same quantity share one colour
+    scale."""
     _check_unique_files(result)
     text = json.dumps(result.metrics, indent=2, allow_nan=False)
     (directory / "metrics.json").write_text(text + "\n", encoding="utf-8")
-    hot_threshold = result.experiment.hot_threshold
+    scales = shared_scales(result)
     for name, monitor in result.monitors.items():
         file = safe_name(name)
         csv_export.write_windows(monitor, directory / f"windows-{file}.csv")
-        heatmap(monitor, result.heap, hot_threshold, directory / f"heatmap-{file}.png")
+        heatmap(result, name, directory / f"heatmap-{file}.png", scales=scales)
         damo.write(monitor, directory / f"{file}.damon")
         save_arrays(monitor, directory / monitor_arrays_file(name))
     if result.policies:

@@ -145,6 +145,10 @@ class MonitorResult:
     #: rate_requested, rate_achieved, windows_stretched, the ACCESSED probe, ...;
     #: docs/models/KVM.md); None on the simulated engines.
     kvm: dict[str, Any] | None = None
+    #: What its snapshots' `nr_accesses` count: access_checks, samples, counter_reads,
+    #: hint_faults or writes (docs/models/TIERING.md, feed kinds); None in a run directory
+    #: written before it was recorded.
+    feed: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -171,12 +175,14 @@ class MonitorResult:
     def metrics(self) -> dict[str, Any]:
         """This monitor's entry of metrics.json: the summary fields first (precision,
         recall, f1, cycles, cpu_percent, bits_cleared, entries_read, ...), valid and
-        invalid_reason, then kind, intervals, cost, machine, impact, monitor_cpu_ns, on
+        invalid_reason, then kind, feed, intervals, cost, machine, impact, monitor_cpu_ns, on
         kvm the guards' figures (`kvm`), and windows."""
         out: dict[str, Any] = {k: _finite_or_none(v) for k, v in self.summary.items()}
         out["valid"] = self.valid
         out["invalid_reason"] = self.invalid_reason
         out["kind"] = self.kind
+        if self.feed is not None:
+            out["feed"] = self.feed
         out["intervals"] = dict(self.intervals)
         out["cost"] = dict(self.cost)
         out["machine"] = dict(self.machine)
@@ -257,6 +263,7 @@ class PolicyResult:
 #: The columns of `MonitorResult.metrics()` that are not summary fields.
 _NOT_SUMMARY = (
     "kind",
+    "feed",
     "intervals",
     "cost",
     "machine",
@@ -274,7 +281,10 @@ _NOT_SUMMARY = (
 class RunResult:
     """The outcome of `tierscope.run` (or `tierscope.load`): `.metrics` (the metrics.json
     document), `.monitors[name]` (a `MonitorResult` with numpy arrays) and, for an
-    experiment with `[tiering]`, `.policies[run name]` (a `PolicyResult`)."""
+    experiment with `[tiering]`, `.policies[run name]` (a `PolicyResult`). The same as
+    polars DataFrames: `monitors_df()` and `policies_df()` (a sweep's tables for one
+    run), `windows_df()`, `snapshots_df()`, `truth_df()` (addresses in bytes in both) and
+    `policy_windows_df()`."""
 
     def __init__(
         self,
@@ -317,6 +327,7 @@ class RunResult:
                 program=m.get("program"),
                 program_status=m.get("program_status"),
                 kvm=m.get("kvm"),
+                feed=m.get("feed"),
             )
         policies = {}
         raw_policies = raw.get("policies") or []
@@ -366,6 +377,7 @@ class RunResult:
                 program=m.get("program"),
                 program_status=m.get("program_status"),
                 kvm=m.get("kvm"),
+                feed=m.get("feed"),
             )
         policies = {}
         for name, p in (metrics.get("policies") or {}).items():
@@ -404,6 +416,136 @@ class RunResult:
                 "policies": {name: p.metrics() for name, p in self.policies.items()},
             }
         return self._metrics
+
+    # --- tables (polars DataFrames) ------------------------------------------------
+
+    def _monitors(self, monitor: str | None) -> list[MonitorResult]:
+        if monitor is None:
+            return list(self.monitors.values())
+        if monitor not in self.monitors:
+            raise KeyError(f"no monitor {monitor!r}; the run has {', '.join(self.monitors)}")
+        return [self.monitors[monitor]]
+
+    def windows_df(self) -> Any:
+        """Every monitor's windows, one row each: monitor, window (0, 1, ...), then the
+        columns of `WINDOW_DTYPES` (times in ns, sizes in bytes)."""
+        import polars as pl
+
+        frames = [
+            pl.DataFrame(
+                {"monitor": m.name, "window": np.arange(m.nr_windows, dtype=np.uint32)}
+                | {k: m.windows[k] for k in WINDOW_DTYPES}
+            )
+            for m in self.monitors.values()
+        ]
+        return pl.concat(frames) if frames else pl.DataFrame()
+
+    def snapshots_df(self, monitor: str | None = None) -> Any:
+        """The regions the monitors (or `monitor`) reported, one row each: monitor,
+        window, the window's start_ns and end_ns, the region's start_addr and end_addr
+        (bytes, half-open), nr_accesses and age."""
+        import polars as pl
+
+        frames = []
+        for m in self._monitors(monitor):
+            s = m.snapshots
+            window = np.repeat(
+                np.arange(len(s), dtype=np.uint32), np.diff(s.offsets.astype(np.int64))
+            )
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "monitor": m.name,
+                        "window": window,
+                        "start_ns": s.start_ns[window],
+                        "end_ns": s.end_ns[window],
+                        "start_addr": s.start,
+                        "end_addr": s.end,
+                        "nr_accesses": s.nr_accesses,
+                        "age": s.age,
+                    }
+                )
+            )
+        return pl.concat(frames)
+
+    def truth_df(self, monitor: str | None = None) -> Any:
+        """The truly hot memory of each window, per monitor (or `monitor`): monitor,
+        window, start_addr and end_addr in bytes like `snapshots_df` (the truth's block
+        numbers times `block_size`)."""
+        import polars as pl
+
+        frames = []
+        for m in self._monitors(monitor):
+            t = m.truth
+            window = np.repeat(
+                np.arange(len(t), dtype=np.uint32), np.diff(t.offsets.astype(np.int64))
+            )
+            bs = np.uint64(t.block_size)
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "monitor": m.name,
+                        "window": window,
+                        "start_addr": t.start * bs,
+                        "end_addr": t.end * bs,
+                    }
+                )
+            )
+        return pl.concat(frames)
+
+    def policies_df(self) -> Any:
+        """One row per tiering policy run, in the columns of a sweep's policy table
+        (`tierscope.load_sweep(DIR, "policies")` without run_id and parameters):
+        policy_run, policy, policy_kind, monitor, speedup_over_slow, gap_to_oracle, ...,
+        promoted_bytes, demoted_bytes, .... Empty without `[tiering]`."""
+        import polars as pl
+        import pyarrow as pa
+
+        from tierscope.sweep.store import POLICY_COLUMNS, policy_row
+
+        rows = [policy_row(name, p.metrics()) for name, p in self.policies.items()]
+        return pl.from_arrow(pa.Table.from_pylist(rows, schema=pa.schema(POLICY_COLUMNS)))
+
+    def monitors_df(self) -> Any:
+        """One row per monitor, in the columns of a sweep's monitor table
+        (`tierscope.load_sweep(DIR)` without run_id and parameters): monitor, kind,
+        precision, recall, f1, cycles, cpu_percent, ...."""
+        import polars as pl
+        import pyarrow as pa
+
+        from tierscope.sweep.store import MONITOR_COLUMNS, monitor_row
+
+        rows = [monitor_row(name, m.metrics()) for name, m in self.monitors.items()]
+        return pl.from_arrow(pa.Table.from_pylist(rows, schema=pa.schema(MONITOR_COLUMNS)))
+
+    def policy_windows_df(self) -> Any:
+        """Every policy run's performance windows, one row per window and tier: policy_run,
+        window, tier (its name, fastest first), the window's end_ns, accesses, app_ns,
+        all_fast_ns and all_slow_ns, and the tier's served (accesses), latency_ns,
+        placed_bytes (heap on the tier at the window's end) and copied_bytes."""
+        import polars as pl
+
+        names = [t.get("name", str(i)) for i, t in enumerate(tiers(self.experiment))]
+        frames = []
+        for name, p in self.policies.items():
+            w, n = p.windows, p.nr_tiers
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "policy_run": name,
+                        "window": np.repeat(np.arange(p.nr_windows, dtype=np.uint32), n),
+                        "tier": np.tile(np.array(names[:n], dtype=object), p.nr_windows),
+                    }
+                    | {k: np.repeat(w[k], n) for k in POLICY_WINDOW_DTYPES}
+                    | {
+                        "served": w["served"].ravel(),
+                        "latency_ns": w["latency_ns"].ravel(),
+                        "placed_bytes": w["placed"].ravel(),
+                        "copied_bytes": w["copied"].ravel(),
+                    }
+                )
+            )
+        return pl.concat(frames) if frames else pl.DataFrame()
 
     def __repr__(self) -> str:
         policies = f", policies={list(self.policies)}" if self.policies else ""

@@ -13,6 +13,7 @@ from pathlib import Path
 from tierscope import _core, outdir
 from tierscope.experiment import Experiment, ExperimentSource, load_experiment
 from tierscope.output import write_files
+from tierscope.plot import figure_formats
 from tierscope.progress import ProgressBar
 from tierscope.results import RunResult
 
@@ -47,7 +48,9 @@ def run(
     exp = load_experiment(experiment)
     if out is None:
         return _run(exp, progress, threads)
-    # Claimed before the run: refused at once, not after minutes of running.
+    # Claimed before the run, and the figure formats checked: refused at once, not after
+    # minutes of running.
+    figure_formats()
     with outdir.claim(Path(out), "run", force=force) as claim:
         result = _run(exp, progress, threads)
         with claim.stage() as staging:

@@ -56,6 +56,8 @@ pub struct Summary {
 pub struct MonitorRun {
     pub name: String,
     pub kind: &'static str,
+    /// What its snapshots' `nr_accesses` count (plots label their colour scale with it).
+    pub feed: tierscope_core::FeedKind,
     pub intervals: Intervals,
     pub snapshots: Vec<Snapshot>,
     /// The truth of each snapshot's window, same order.

@@ -300,6 +300,7 @@ fn run_monitor(
         run: MonitorRun {
             name: entry.name.clone(),
             kind: entry.config.kind(),
+            feed: entry.config.emits(),
             intervals: monitor.intervals(),
             snapshots,
             truth,

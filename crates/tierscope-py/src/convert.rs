@@ -8,7 +8,7 @@
 //! Layout of the dict:
 //! ```text
 //! {"duration_ns", "block_size", "heap": {"start", "end"}, "mappings": [...],
-//!  "monitors": [{"name", "kind", "intervals", "summary", "cost", "machine", "impact",
+//!  "monitors": [{"name", "kind", "feed", "intervals", "summary", "cost", "machine", "impact",
 //!                "monitor_cpu_ns", "program", "program_status",
 //!                "kvm": null, or on the kvm engine the guards' figures and verdict
 //!                       (`tierscope_kvm::guard::RealCheck`: "valid", "invalid_reason",
@@ -167,6 +167,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
         "monitors": r.monitors.iter().map(|m| serde_json::json!({
             "name": m.name,
             "kind": m.kind,
+            "feed": m.feed,
             "intervals": m.intervals,
             "summary": m.summary,
             "cost": m.cost,

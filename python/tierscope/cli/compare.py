@@ -282,17 +282,18 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _sweep_row_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _sweep_row_metrics(
+    monitors: list[dict[str, Any]], policies: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A metrics document from a sweep run's stored rows (no windows: the columns
     computed from windows are left empty)."""
-    monitors: dict[str, Any] = {}
-    policies: dict[str, Any] = {}
-    for r in rows:
-        if (r.get("row") or "monitor") == "monitor":
-            cost = {"bits_cleared": r.get("bits_cleared")}
-            monitors[r["monitor"]] = {**r, "cost": cost, "windows": []}
-        else:
-            policies[r["policy_run"]] = {
+    return {
+        "monitors": {
+            r["monitor"]: {**r, "cost": {"bits_cleared": r.get("bits_cleared")}, "windows": []}
+            for r in monitors
+        },
+        "policies": {
+            r["policy_run"]: {
                 "kind": r.get("policy_kind", ""),
                 "monitor": r.get("monitor"),
                 "summary": r,
@@ -301,7 +302,28 @@ def _sweep_row_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     "demoted_bytes": r.get("demoted_bytes") or 0,
                 },
             }
-    return {"monitors": monitors, "policies": policies}
+            for r in policies
+        },
+    }
+
+
+def _stored_rows(directory: Path, run_id: str) -> tuple[list, list] | None:
+    """A sweep run's monitor and policy rows from its Parquet files: monitors/ and
+    policies/, or rows/ (one table, `row` telling them apart) in a store written before
+    the tables were separate; None when the run is not stored."""
+    import polars as pl
+
+    def read(table: str) -> list[dict[str, Any]]:
+        f = directory / table / f"{run_id}.parquet"
+        return pl.read_parquet(f).to_dicts() if f.is_file() else []
+
+    if (directory / "monitors" / f"{run_id}.parquet").is_file():
+        return read("monitors"), read("policies")
+    if (directory / "rows" / f"{run_id}.parquet").is_file():
+        rows = read("rows")
+        monitors = [r for r in rows if (r.get("row") or "monitor") == "monitor"]
+        return monitors, [r for r in rows if r.get("row") == "policy"]
+    return None
 
 
 def load_sweep_runs(directory: Path) -> list[Run]:
@@ -315,21 +337,14 @@ def load_sweep_runs(directory: Path) -> list[Run]:
         raise CompareError(f"{where}: not a sweep's list of runs ({e})") from None
     out: list[Run] = []
     missing = [i for i, _ in listed if not (directory / "runs" / i / "metrics.json").is_file()]
-    by_run: dict[str, list[dict[str, Any]]] = {}
-    if missing:
-        import polars as pl
-
-        for i in missing:
-            f = directory / "rows" / f"{i}.parquet"
-            if f.is_file():
-                by_run[i] = pl.read_parquet(f).to_dicts()
+    by_run = {i: rows for i in missing if (rows := _stored_rows(directory, i)) is not None}
     for i, params in listed:
         label = f"{directory.name}/{i}"
         if i not in missing:
             m = load(directory / "runs" / i)
             out.append(Run(label, m, flatten(m.get("experiment") or {})))
         elif i in by_run:
-            out.append(Run(label, _sweep_row_metrics(by_run[i]), flatten(params)))
+            out.append(Run(label, _sweep_row_metrics(*by_run[i]), flatten(params)))
     if not out:
         raise CompareError(f"{directory}: the sweep has no stored run yet")
     return out

@@ -17,11 +17,13 @@ examples:
   tierscope sweep sweeps/rates.toml --dry-run
   tierscope sweep sweeps/rates.toml --out runs/rates --jobs 2
   python -c 'import tierscope; print(tierscope.load_sweep("runs/rates"))'
+  python -c 'import tierscope; print(tierscope.load_sweep("runs/rates", "policies"))'
 
 the sweep file (docs/reference/EXPERIMENTS.md, "Sweeps"): a base experiment, [set] overrides,
 [[axes]] of values at config paths (lists, zipped), seeds; run ids are stable.
-outputs in DIR: sweep.json (the runs), rows/<run id>.parquet (one row per monitor
-and per tiering policy run, column `row`),
+outputs in DIR: sweep.json (the runs), monitors/<run id>.parquet (one row per monitor),
+policies/<run id>.parquet (with [tiering]: one row per policy run), the swept
+parameters typed (durations as COLUMN_ns, sizes COLUMN_bytes, rates COLUMN_per_s),
 runs/<run id>/ (full outputs, with --outputs), tierscope-manifest.json (DIR is a
 tierscope sweep store). An absent or empty DIR is created; a store of the same sweep is
 resumed, never replaced; anything else is refused. DIR is locked while the sweep runs: a
@@ -104,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         print(
             f"{outcome.done} runs done, {outcome.skipped} already stored, "
             f"{len(outcome.failed)} failed, of {outcome.runs}, in {outcome.wall_s:.1f} s; "
-            f"rows in {args.out}/rows",
+            f"tables in {args.out}/monitors and policies",
             file=sys.stderr,
         )
     return 1 if outcome.failed else 0

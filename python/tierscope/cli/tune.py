@@ -315,13 +315,14 @@ def write(t: cori.Tuning, out: Path) -> None:
 
 
 def plot(t: cori.Tuning, path: Path) -> None:
-    """The reuse bars above the cost against the value (the paper's Figure 3)."""
-    import matplotlib
+    """The reuse bars above the cost against the value (the paper's Figure 3), written in
+    each figure format (`tierscope.plot.save`)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from tierscope.plot import save
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    fig = Figure(figsize=(7, 5), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
     if t.bars:
         xs, hs = zip(*t.bars, strict=True)
         span = (max(xs) - min(xs)) or max(xs)
@@ -342,6 +343,4 @@ def plot(t: cori.Tuning, path: Path) -> None:
     bottom.set_xlabel(f"{t.what} ({t.unit})")
     bottom.set_ylabel(label)
     bottom.legend(loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path)

@@ -10,16 +10,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tierscope import outdir
 from tierscope.output import OutputError, safe_name
-from tierscope.plot import placement_figure, throughput_figure, timeline_figure
+from tierscope.plot import (
+    accuracy_cost_figure,
+    cost_figure,
+    parameter_figure,
+    placement_figure,
+    speedup_figure,
+    throughput_figure,
+    timeline_figure,
+)
 from tierscope.report.html import esc, figure, page, png, table
 from tierscope.results import RunResult, tiers
+from tierscope.sweep.store import as_written, param_columns
 
-#: Summary columns shown per monitor, in this order.
-SUMMARY = ("precision", "recall", "f1", "cpu_percent", "bits_cleared", "app_slowdown")
+#: Summary columns shown per monitor, in this order: keys of `tierscope compare`'s rows,
+#: shown under its headers and in its units (percent where it says %).
+SUMMARY = ("precision", "recall", "f1", "cpu_percent", "bits_flipped", "app_slowdown_percent")
 #: The policy table's columns (as `tierscope compare`'s): header, key of its rows.
 POLICY_TABLE = (
     ("policy run", "run"),
@@ -63,12 +71,6 @@ def write_report(
     return d / "report.html"
 
 
-def _figure(*size: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=size, layout="constrained")
-
-
 def run_report(d: Path) -> str:
     from tierscope.load import load
 
@@ -84,17 +86,15 @@ def run_report(d: Path) -> str:
         f"seed {exp['seed']}, truth at {m['block_size'] >> 10} KiB blocks</p>"
     )
     body.append("<h2>Summary (means after warm-up)</h2>")
-    rows = [[name, *(mm.get(k) for k in SUMMARY)] for name, mm in m["monitors"].items()]
-    body.append(table(["monitor", *SUMMARY], rows))
+    from tierscope.cli.compare import COLUMNS
+    from tierscope.cli.compare import rows as monitor_rows
+
+    headers = {key: header for key, header, _ in COLUMNS}
+    rows = [[r["monitor"], *(r[k] for k in SUMMARY)] for r in monitor_rows(m)]
+    body.append(table(["monitor", *(headers[k] for k in SUMMARY)], rows))
 
     body.append("<h2>Cost</h2>")
-    fig = _figure(8, 2.5)
-    ax = fig.subplots()
-    names = list(m["monitors"])
-    ax.barh(names, [m["monitors"][n]["cpu_percent"] for n in names], color="#4477aa")
-    ax.set_xlabel("monitor CPU, % of one core (cost model)")
-    ax.invert_yaxis()
-    body.append(figure(fig, "monitor CPU per monitor"))
+    body.append(figure(cost_figure(result), "monitor CPU per monitor"))
 
     body.append("<h2>Precision and recall per window</h2>")
     fig = timeline_figure(result, title="")
@@ -148,46 +148,33 @@ def tiering_section(result: RunResult) -> list[str]:
     return out
 
 
-def _spread(ax: Any, df: Any, p: str, values: list[Any], metric: str, label: str) -> None:
-    """One line of a parameter plot: `metric`'s median over the rows at each value of
-    `p`, its 10-90% spread shaded in the line's colour."""
-    import polars as pl
-
-    med, lo, hi = [], [], []
-    for v in values:
-        col = df.filter(pl.col(p) == v)[metric].drop_nulls().to_numpy()
-        med.append(np.median(col) if len(col) else np.nan)
-        lo.append(np.quantile(col, 0.1) if len(col) else np.nan)
-        hi.append(np.quantile(col, 0.9) if len(col) else np.nan)
-    x = np.arange(len(values))
-    (line,) = ax.plot(x, med, marker="o", label=label)
-    ax.fill_between(x, lo, hi, alpha=0.2, color=line.get_color())
-
-
 def sweep_report(d: Path) -> str:
     from tierscope.sweep import load_sweep
 
     manifest = json.loads((d / "sweep.json").read_text(encoding="utf-8"))
-    df = load_sweep(d)
+    monitors = load_sweep(d)
+    policies = load_sweep(d, "policies")
     title = f"tierscope sweep: {Path(manifest['source']).name}"
     body = [f"<h1>{esc(title)}</h1>"]
     runs = manifest["runs"]
-    stored = df["run_id"].n_unique() if df.height else 0
+    stored = len(set(monitors["run_id"].to_list()) | set(policies["run_id"].to_list()))
+    # The sweep file's name only: an absolute path would tell the reader about the
+    # machine that wrote the report, not about the sweep.
     body.append(
-        f"<p class=meta>{stored} of {len(runs)} runs stored; source {esc(manifest['source'])}</p>"
+        f"<p class=meta>{stored} of {len(runs)} runs stored; sweep file "
+        f"<code>{esc(Path(manifest['source']).name)}</code></p>"
     )
-    if not df.height:
+    if not stored:
         body.append("<p>No run has finished yet.</p>")
         return page(title, body)
-    params = [k for k in runs[0]["params"] if k != "seed"]
-    import polars as pl
-
-    policies = df.filter(pl.col("row") == "policy")
-    df = df.filter(pl.col("row") == "monitor")
-    if df.height:
-        body += _sweep_monitors(df, params)
+    # The swept parameters, seeds aside, shown as the sweep file writes them ("2ms",
+    # "4MiB") under their names: the tables store them typed (`sample_ns`).
+    columns = [p for p in param_columns(runs) if p.param != "seed"]
+    params = [p.param for p in columns]
+    if monitors.height:
+        body += _sweep_monitors(as_written(monitors, columns), params)
     if policies.height:
-        body += _sweep_policies(policies, params)
+        body += _sweep_policies(as_written(policies, columns), params)
     return page(title, body)
 
 
@@ -208,25 +195,15 @@ def _sweep_monitors(df: Any, params: list[str]) -> list[str]:
     )
     body.append("<h2>Per parameter set and monitor, over seeds</h2>")
     body.append(table(agg.columns, agg.rows()))
+    body.append("<h2>Accuracy against CPU cost (one point per parameter set)</h2>")
+    body.append(
+        figure(accuracy_cost_figure(df, params), "precision and recall against monitor CPU")
+    )
     for p in params:
         body.append(
             f"<h2>Precision and recall against {esc(p)} (median, p10-p90 over the rest)</h2>"
         )
-        fig = _figure(10, 3.5)
-        axes = fig.subplots(1, 2)
-        values = list(dict.fromkeys(df[p].to_list()))
-        x = np.arange(len(values))
-        for monitor in dict.fromkeys(df["monitor"].to_list()):
-            sub = df.filter(pl.col("monitor") == monitor)
-            for ax, metric in zip(axes, ("precision", "recall"), strict=True):
-                _spread(ax, sub, p, values, metric, monitor)
-        for ax, metric in zip(axes, ("precision", "recall"), strict=True):
-            ax.set_xticks(x, [str(v) for v in values], rotation=30, fontsize="small")
-            ax.set_ylabel(metric)
-            ax.set_xlabel(p)
-            ax.set_ylim(-0.02, 1.02)
-        axes[0].legend(fontsize="small")
-        body.append(figure(fig, f"precision and recall against {p}"))
+        body.append(figure(parameter_figure(df, p), f"precision and recall against {p}"))
     return body
 
 
@@ -246,23 +223,9 @@ def _sweep_policies(df: Any, params: list[str]) -> list[str]:
         (pl.col("migration_cpu_ns").median() / 1e6).alias("migration CPU ms p50"),
     )
     body.append(table(agg.columns, agg.rows()))
-    runs = list(dict.fromkeys(df["policy_run"].to_list()))
     for p in params:
         body.append(
             f"<h2>Speed-up over all-slow against {esc(p)} (median, p10-p90 over the rest)</h2>"
         )
-        fig = _figure(10, 3.5)
-        ax = fig.subplots()
-        values = list(dict.fromkeys(df[p].to_list()))
-        for run in runs:
-            _spread(ax, df.filter(pl.col("policy_run") == run), p, values, "speedup_over_slow", run)
-        ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="all slow")
-        x = np.arange(len(values))
-        ax.set_xticks(x, [str(v) for v in values], rotation=30, fontsize="small")
-        ax.set_ylabel("speed-up over all-slow")
-        ax.set_xlabel(p)
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small", ncols=2)
-        body.append(figure(fig, f"speed-up over all-slow against {p}"))
+        body.append(figure(speedup_figure(df, p), f"speed-up over all-slow against {p}"))
     return body

@@ -156,13 +156,14 @@ def format_tables(rows: list[dict[str, Any]]) -> str:
 
 
 def plot_figure3(rows: list[dict[str, Any]], path: Path) -> None:
-    """One workload's reuse bars above both schedulers' slowdown curves."""
-    import matplotlib
+    """One workload's reuse bars above both schedulers' slowdown curves, written in each
+    figure format (`tierscope.plot.save`)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from tierscope.plot import save
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    fig = Figure(figsize=(7, 5), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
     bars = rows[0]["bars"]
     if bars:
         xs, hs = zip(*bars, strict=True)
@@ -181,9 +182,7 @@ def plot_figure3(rows: list[dict[str, Any]], path: Path) -> None:
     bottom.set_xlabel("period (requests)")
     bottom.set_ylabel("slowdown over the best (%)")
     bottom.legend(loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main(

@@ -188,11 +188,7 @@ def run_layouts(
     )
     outcome.raise_if_failed("layout runs")
     keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
-    return [
-        {k: row[k] for k in keep}
-        for row in load_sweep(out).iter_rows(named=True)
-        if row["row"] == "monitor"
-    ]
+    return [{k: row[k] for k in keep} for row in load_sweep(out).iter_rows(named=True)]
 
 
 def quantile(values: list[float], q: float) -> float:

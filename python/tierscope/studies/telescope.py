@@ -123,8 +123,6 @@ def seed_runs(
     df = load_sweep(out)
     per_seed: dict[str, list[dict[str, Any]]] = {m: [] for m in monitors}
     for row in df.iter_rows(named=True):
-        if row["row"] != "monitor":
-            continue
         per_seed[row["monitor"]].append(
             {"seed": row["seed"], "precision": row["precision"], "recall": row["recall"]}
         )

@@ -1,0 +1,155 @@
+"""Figures (tierscope.plot): every figure in PNG, SVG and PDF by default, the same bytes
+for the same run; one colour scale per quantity across heatmap panels, labelled with what
+nr_accesses counts; the truth in two colours; the workload's regions named on the heap
+axis; an empty monitor on its unit's scale; legends outside the axes; the figure functions
+return matplotlib Figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tierscope
+from tierscope import plot
+from tierscope.outdir import OutputError
+
+TIERING = {
+    "name": "tiers",
+    "duration": "1s",
+    "warmup": "0s",
+    "workload": {
+        "rate": "1M/s",
+        "regions": [{"name": "cold", "size": "56MiB"}, {"name": "hot", "size": "8MiB"}],
+        "phases": [
+            {
+                "name": "p",
+                "duration": "1s",
+                "patterns": [{"region": "hot", "kind": "random", "mode": "ro"}],
+            }
+        ],
+    },
+    "monitors": [{"preset": "damon-mod"}, {"preset": "damon-agg"}, {"preset": "pebs-mod"}],
+    "tiering": {
+        "tiers": [{"preset": "dram", "capacity": "16MiB"}, "cxl"],
+        "policies": ["telescope-rule", "oracle"],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def result() -> tierscope.RunResult:
+    return tierscope.run(TIERING, progress=False)
+
+
+def images(fig: Any) -> list[Any]:
+    return [im for ax in fig.axes for im in ax.get_images()]
+
+
+def test_default_formats_are_png_svg_pdf_and_repeatable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(plot.FORMATS_ENV, raising=False)
+    exp = {**TIERING, "monitors": [{"preset": "damon-mod"}], "duration": "400ms"}
+    exp["workload"] = {**TIERING["workload"], "phases": [{**TIERING["workload"]["phases"][0]}]}
+    exp["workload"]["phases"][0]["duration"] = "400ms"
+    exp["tiering"] = {**TIERING["tiering"], "policies": ["oracle"]}
+    result = tierscope.run(exp, out=tmp_path / "a", progress=False)
+    files = tierscope.outdir.read_manifest(tmp_path / "a")["files"]  # type: ignore[index]
+    for stem in ("heatmap-damon-mod", "throughput", "placement"):
+        assert {f"{stem}.{fmt}" for fmt in plot.FORMATS} <= set(files)
+    # The same figure again: the same bytes (no dates, fixed SVG ids).
+    (tmp_path / "b").mkdir()
+    plot.placement(result, tmp_path / "b" / "placement.png")
+    for fmt in plot.FORMATS:
+        name = f"placement.{fmt}"
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "placement.svg").read_text().lstrip().startswith("<?xml")
+    assert (tmp_path / "a" / "placement.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_formats_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(plot.FORMATS_ENV, "PDF, png")
+    assert plot.figure_formats() == ("pdf", "png")
+    monkeypatch.setenv(plot.FORMATS_ENV, "png,jpg")
+    with pytest.raises(OutputError, match="unknown figure format jpg; accepted: png, svg, pdf"):
+        plot.figure_formats()
+    with pytest.raises(OutputError, match="jpg"):
+        tierscope.run(TIERING, out="never-written", progress=False)
+    assert not Path("never-written").exists()
+
+
+def test_heatmap_panels_share_a_scale_per_quantity(result: tierscope.RunResult) -> None:
+    assert [m.feed for m in result.monitors.values()] == ["access_checks"] * 2 + ["samples"]
+    fig = plot.heatmap_figure(result)
+    reported = images(fig)[:3]
+    # damon-mod (40 checks a window) and damon-agg (200) on one 0-100 % scale; PEBS
+    # samples on their own, up to the most any region got.
+    assert [(im.norm.vmin, im.norm.vmax) for im in reported[:2]] == [(0.0, 100.0)] * 2
+    top = float(result.monitors["pebs-mod"].snapshots.nr_accesses.max())
+    assert (reported[2].norm.vmin, reported[2].norm.vmax) == (0.0, top)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert "nr_accesses:\n% of the window's checks\nthat found it accessed" in labels
+    assert "nr_accesses:\nsampled accesses\nper window" in labels
+    # Values above 100 % would mean a wrong denominator.
+    for im in reported[:2]:
+        assert 0 < im.get_array().max() <= 100.0
+
+
+def test_truth_is_binary_and_regions_are_named(result: tierscope.RunResult) -> None:
+    fig = plot.heatmap_figure(result, "damon-mod")
+    truth = images(fig)[-1]
+    assert truth.cmap.N == 2
+    assert set(np.unique(truth.get_array())) == {0.0, 1.0}
+    bar = next(ax for ax in fig.axes if ax.get_ylabel() == "truth")
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["not hot", "hot"]
+    # The hot region (first in the heap, 8 MiB) and the cold one named on the right.
+    assert plot.heap_regions(result) == [("hot", 0, 8 << 20), ("cold", 8 << 20, 64 << 20)]
+    for ax in fig.axes[:2]:  # the reported and the truth panel
+        (right,) = ax.child_axes
+        assert [t.get_text() for t in right.get_yticklabels()] == ["hot", "cold"]
+    assert fig.axes[0].get_ylabel() == "offset in heap (MiB)"
+
+
+def test_an_empty_monitor_gets_its_units_scale(result: tierscope.RunResult) -> None:
+    # A threshold no region reaches: nothing reported hot, the scale stays 0..100 %, or
+    # 0..1 sample, never matplotlib's -0.1..0.1 of an empty image.
+    exp = tierscope.load_experiment({**TIERING, "hot_threshold": 100000})
+    empty = tierscope.RunResult(
+        exp,
+        result.duration_ns,
+        result.block_size,
+        result.heap,
+        result.mappings,
+        result.monitors,
+        result.policies,
+    )
+    fig = plot.heatmap_figure(empty)
+    norms = [(im.norm.vmin, im.norm.vmax) for im in images(fig)[:3]]
+    assert norms == [(0.0, 100.0), (0.0, 100.0), (0.0, 1.0)]
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert texts.count("nothing reported hot") == 3
+
+
+@pytest.mark.parametrize(
+    "make", [plot.timeline_figure, plot.throughput_figure, plot.placement_figure]
+)
+def test_legends_are_outside_the_axes(result: tierscope.RunResult, make: Any) -> None:
+    fig = make(result)
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert names[0] in (*result.monitors, *result.policies)
+    # Drawn, the legend lies below every axes.
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    assert all(box.y1 <= ax.get_window_extent().y0 for ax in fig.axes)
+
+
+def test_lines_of_equal_runs_stay_visible(result: tierscope.RunResult) -> None:
+    fig = plot.placement_figure(result)
+    widths = [line.get_linewidth() for line in fig.axes[0].get_lines()[: len(result.policies)]]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
