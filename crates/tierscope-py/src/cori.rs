@@ -9,12 +9,16 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use tierscope_core::units::Size;
+use tierscope_core::workload::trace::{LackeyOptions, Trace as Accesses};
+use tierscope_cori::misses::llc_misses;
 use tierscope_cori::tuner::{self, Stop};
 use tierscope_cori::workloads::Workload;
 use tierscope_cori::{
     candidate_periods, dominant_reuse, run, Bar, Edges, ModelConfig, ReuseHistogram, Scheduler,
     Trace,
 };
+use tierscope_nemo::LlcConfig;
 
 /// A trace of page accesses, as cori-sim reads it.
 #[pyclass(name = "CoriTrace", frozen)]
@@ -41,6 +45,64 @@ impl PyTrace {
             .detach(|| Trace::from_file(&path))
             .map_err(|e| config_error(py, &e))?;
         Ok(PyTrace { trace })
+    }
+
+    /// Reads a program's valgrind lackey trace (`--trace-mem=yes`; instruction fetches
+    /// left out; the path may be a FIFO valgrind writes into) and returns its loads and
+    /// stores and, for each cache shape `(bytes, ways)`, the trace of the requests that
+    /// miss such a last-level cache (`None`: every load and store), as the Cori paper's
+    /// traces are (tierscope_cori::misses).
+    #[staticmethod]
+    fn from_lackey(
+        py: Python<'_>,
+        path: PathBuf,
+        caches: Vec<Option<(u64, u32)>>,
+    ) -> PyResult<(usize, Vec<PyTrace>)> {
+        let shapes = caches
+            .iter()
+            .map(|c| {
+                c.map(|(size, ways)| {
+                    let llc = LlcConfig {
+                        size: Size(size),
+                        ways,
+                    };
+                    llc.validate().map(|()| llc)
+                })
+                .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| config_error(py, &e))?;
+        let shown = path.display().to_string();
+        let (accesses, traces) = py
+            .detach(|| {
+                let accesses = Accesses::read_lackey_file(
+                    &path,
+                    &shown,
+                    LackeyOptions {
+                        instructions: false,
+                    },
+                )?;
+                let traces = shapes
+                    .iter()
+                    .map(|llc| llc_misses(&accesses.records, llc.as_ref()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok::<_, tierscope_core::FieldError>((accesses.records.len(), traces))
+            })
+            .map_err(|e| config_error(py, &e))?;
+        Ok((
+            accesses,
+            traces.into_iter().map(|trace| PyTrace { trace }).collect(),
+        ))
+    }
+
+    /// Writes the trace in cori-sim's format (each request as its page's first byte);
+    /// `from_file` reads it back as the same trace.
+    fn write(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let f = std::fs::File::create(&path)?;
+            self.trace.write_cori_sim(std::io::BufWriter::new(f))
+        })
+        .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))
     }
 
     /// One of the shipped workloads shaped like the Cori paper's Figure 2 (`strided`,
