@@ -68,6 +68,14 @@ results: build
 	for e in $(RESULTS); do $(BIN)/tierscope run --quiet --force experiments/$$e.toml --out runs/$$e || exit 1; done
 	$(BIN)/python scripts/results_table.py $(addprefix runs/,$(RESULTS))
 
+# Cori on real programs (docs/techniques/CORI.md, "Real programs"): the small C kernels of
+# programs/cori/ built static and traced by valgrind lackey on reduced inputs, their
+# last-level cache misses run through cori-sim's model (a few minutes; `make musl`
+# installs the compiler and valgrind).
+.PHONY: cori-programs
+cori-programs: build musl
+	nice $(BIN)/tierscope repro cori-programs --out runs/repro-cori-programs --force
+
 # The claims ledger (docs/results/CLAIMS.md, issue 25): `tierscope repro claims` runs every
 # measurement the claims name into runs/claims (resumed: a finished one is reused), then
 # its CLAIMS.md is copied into docs/ when no claim has a problem.

@@ -2,7 +2,10 @@
 statistical engine) and print our numbers next to the paper's. `tierscope repro
 telescope-tiering`: the shape of its section 6.3 (tiering driven by each monitor, key-value
 stores at 1-2 TB; docs/models/TIERING.md), from experiments/tiering/. `tierscope repro cori`: the
-shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/techniques/CORI.md).
+shapes of the Cori paper's Figures 1, 3 and 5 on generated traces (docs/techniques/CORI.md);
+`tierscope repro cori-programs` its Figures 1 and 5 on traces of small C kernels of its
+applications (programs/cori/) under valgrind lackey (needs the source tree, a C compiler
+and valgrind).
 `tierscope repro nemo`: the NEMO paper's three use cases (hot-set recovery, THP split
 candidates, noisy neighbour) and the SRAM a terabyte sweep needs (docs/techniques/NEMO.md).
 `tierscope repro vmmload`: the vmmload paper's Figure 3 (real programs natively and in the
@@ -46,7 +49,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tierscope.studies import cori, nemo, robustness, telescope, telescope_tiering, vmmload
+from tierscope.studies import (
+    cori,
+    cori_programs,
+    nemo,
+    robustness,
+    telescope,
+    telescope_tiering,
+    vmmload,
+)
 from tierscope.studies import telescope_paper as paper
 from tierscope.studies.claims import ledger
 
@@ -60,18 +71,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "paper",
-        choices=["telescope", "telescope-tiering", "cori", "nemo", "vmmload", "claims"],
+        choices=[
+            "telescope",
+            "telescope-tiering",
+            "cori",
+            "cori-programs",
+            "nemo",
+            "vmmload",
+            "claims",
+        ],
         help="which paper: telescope (section 6.2), telescope-tiering (section 6.3), nemo "
         "(section 5's use cases), cori "
-        "(Figures 1, 3, 5 on generated traces: --seeds), vmmload (Figure 3), or claims "
+        "(Figures 1, 3, 5 on generated traces: --seeds), cori-programs (Figures 1 and 5 "
+        "on traces of real programs under valgrind), vmmload (Figure 3), or claims "
         "(every paper's claims beside ours: docs/results/CLAIMS.md)",
     )
     p.add_argument("--out", metavar="DIR", help="output directory (default runs/repro-PAPER)")
     p.add_argument(
         "--force",
         action="store_true",
-        help="cori, nemo: replace an earlier output in DIR (only the files tierscope wrote "
-        "there); telescope and telescope-tiering resume their store without it",
+        help="cori, cori-programs, nemo: replace an earlier output in DIR (only the files "
+        "tierscope wrote there); telescope and telescope-tiering resume their store without it",
     )
     p.add_argument(
         "--only",
@@ -132,7 +152,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--quick",
         action="store_true",
         help="nemo: short runs (hot set 60 s, THP 20 s, noisy neighbour 2 s); telescope, "
-        "telescope-tiering: every run 3 s / 6 s; vmmload: one pair of small runs per case; "
+        "telescope-tiering: every run 3 s / 6 s; cori-programs: backprop on a small input "
+        "only; vmmload: one pair of small runs per case; "
         "claims: the measurements' quick variants. To check the pipeline: the numbers are "
         "not the documented ones",
     )
@@ -154,6 +175,8 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out if args.out is not None else f"runs/repro-{args.paper}")
     if args.paper == "vmmload":
         return vmmload.main(out, quick=args.quick, force=args.force)
+    if args.paper == "cori-programs":
+        return cori_programs.main(out, quick=args.quick, force=args.force)
     if args.paper == "cori":
         return cori.main(out, seeds=range(1, max(1, args.seeds) + 1), force=args.force)
     if args.paper == "nemo":

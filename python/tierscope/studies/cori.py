@@ -51,12 +51,21 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     """One row per scheduler for one generated trace."""
     trace = _core.CoriTrace.generate(workload, seed, scale)
+    return evaluate_trace({"workload": workload, "seed": seed}, trace, timestep, random_seeds)
+
+
+def evaluate_trace(
+    head: dict[str, Any], trace: Any, timestep: int, random_seeds: int, bucket: int = 1000
+) -> list[dict[str, Any]]:
+    """One row per scheduler for one trace (a generated one, or a real program's:
+    tierscope.studies.cori_programs), each starting with `head`; reuse in buckets of
+    `bucket` requests (cori-sim's 1000)."""
     n = trace.requests
-    bars = trace.bars()
+    bars = trace.bars(bucket)
     dr = _core.cori_dominant_reuse(bars)
     candidates = _core.cori_candidates(dr, n) if dr is not None else []
     grid = _core.cori_baseline("right", timestep, n, 0)
-    head = {"workload": workload, "seed": seed, "requests": n, "dominant_reuse": dr, "bars": bars}
+    head = {**head, "requests": n, "dominant_reuse": dr, "bars": bars}
     return [
         {**head, **scheduler_row(trace, scheduler, grid, candidates, timestep, random_seeds)}
         for scheduler in ("history", "oracle")
