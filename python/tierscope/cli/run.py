@@ -58,7 +58,9 @@ outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 <monitor>.damon (read it with `damo report heatmap --input FILE`), arrays-<monitor>.npz
 (tierscope.load(DIR) reads the directory back); with memory tiering (a [tiering] table,
 or --tiers), also arrays-policy-<run>.npz per policy run, throughput.png and
-placement.png. DIR also gets tierscope-manifest.json, naming every file tierscope wrote.
+placement.png. Every figure is also written as .svg and .pdf (TIERSCOPE_FIGURES=png,svg,pdf
+chooses; docs/reference/FIGURES.md). DIR also gets tierscope-manifest.json, naming every
+file tierscope wrote.
 An absent or empty DIR is created or used. An existing DIR is never emptied: one without
 tierscope-manifest.json is refused whatever the flags; an earlier output is refused unless
 --force is given, and then only the files its manifest names are replaced (anything else
