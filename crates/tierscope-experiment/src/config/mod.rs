@@ -511,8 +511,15 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
                 .map_err(|m| FieldError::new("workload", m))?
                 .heap;
             Some(
-                tiering::parse(v, machine.engine, heap.len(), &entries, duration_ns)
-                    .map_err(|e| e.under("tiering"))?,
+                tiering::parse(
+                    v,
+                    machine.engine,
+                    heap.len(),
+                    &entries,
+                    duration_ns,
+                    base_dir,
+                )
+                .map_err(|e| e.under("tiering"))?,
             )
         }
         None => None,

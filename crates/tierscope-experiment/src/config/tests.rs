@@ -410,6 +410,42 @@ fn tiering_tables_parse_and_round_trip() {
 }
 
 #[test]
+fn app_from_reads_a_measured_model_and_inline_fields_win() {
+    let dir = std::env::temp_dir().join(format!("tierscope-app-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("apps")).unwrap();
+    std::fs::write(
+        dir.join("apps/m.toml"),
+        "# measured\n[app]\ncompute_ns = 3.5\nmlp = 8\nline_bytes = 64\n",
+    )
+    .unwrap();
+    let stat = TIERED
+        .replace("[[monitors]]\npreset = \"pml\"\n", "")
+        .replace("engine = \"kvm\"", "engine = \"stat\"");
+    let with = |app: &str| {
+        let text = format!("{stat}app = {app}\n");
+        parse_experiment(&text, "exp.toml", &dir, Format::Toml)
+    };
+    let e = with(r#"{ from = "apps/m.toml", mlp = 4 }"#).unwrap();
+    let app = e.tiering.unwrap().app;
+    assert_eq!((app.compute_ns, app.mlp, app.line_bytes), (3.5, 4.0, 64.0));
+    let e = with(r#"{ from = "apps/m.toml" }"#).unwrap();
+    assert_eq!(e.tiering.unwrap().app.mlp, 8.0);
+    let err = with(r#"{ from = "apps/none.toml" }"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("tiering.app.from") && err.contains("none.toml"),
+        "{err}"
+    );
+    std::fs::write(dir.join("apps/bad.toml"), "[app]\nmlp = 0.5\n").unwrap();
+    let err = with(r#"{ from = "apps/bad.toml" }"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("mlp >= 1"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn bad_tiering_is_rejected_with_file_line_and_field() {
     // (replace this, with that), the unique key at fault, the field path, the message.
     const STAT: (&str, &str) = ("engine = \"kvm\"", "engine = \"stat\"");

@@ -6,6 +6,7 @@ use super::machine::EngineKind;
 use super::monitors::MonitorEntry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::path::Path;
 use tierscope_core::tiers::{
     tier_preset, InitialPlacement, TierSetup, TierSpec, MAX_TIERS, TIER_PRESETS,
 };
@@ -388,13 +389,48 @@ fn policy(
     })
 }
 
-/// Validates the `[tiering]` table of an experiment whose heap is `heap` bytes.
+/// `app = { from = "FILE", ... }`: the application model measured into FILE's `[app]` table
+/// (`tierscope measure apps`, experiments/tiering/apps/), with the fields written beside
+/// `from` taking precedence (so a sweep can still vary one of them).
+fn resolve_app(app: &mut Value, base_dir: &Path) -> Result<(), FieldError> {
+    let Some(obj) = app.as_object_mut() else {
+        return Ok(());
+    };
+    let Some(from) = obj.remove("from") else {
+        return Ok(());
+    };
+    let Some(name) = from.as_str() else {
+        return Err(FieldError::new(
+            "from",
+            "expected the path of a measured model's file",
+        ));
+    };
+    let path = base_dir.join(name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| FieldError::new("from", format!("cannot read {}: {e}", path.display())))?;
+    let doc: Value = toml::from_str(&text)
+        .map_err(|e| FieldError::new("from", format!("{}: {e}", path.display())))?;
+    let Some(Value::Object(measured)) = doc.get("app") else {
+        return Err(FieldError::new(
+            "from",
+            format!("{} has no [app] table", path.display()),
+        ));
+    };
+    let mut merged = measured.clone();
+    merged.extend(std::mem::take(obj));
+    *obj = merged;
+    Ok(())
+}
+
+/// Validates the `[tiering]` table of an experiment whose heap is `heap` bytes; files it
+/// names (`app.from`) are relative to `base_dir`.
 pub fn parse(
-    v: Value,
+    mut v: Value,
     engine: EngineKind,
     heap: u64,
     monitors: &[MonitorEntry],
     duration_ns: u64,
+    base_dir: &Path,
 ) -> Result<Tiering, FieldError> {
     if !engine.capabilities().contains(Capability::Tiers) {
         return Err(FieldError::new(
@@ -405,6 +441,9 @@ pub fn parse(
                 EngineKind::offering(Capability::Tiers).join(", ")
             ),
         ));
+    }
+    if let Some(app) = v.get_mut("app") {
+        resolve_app(app, base_dir).map_err(|e| e.under("app"))?;
     }
     let file: TieringFile = serde_path_to_error::deserialize(v).map_err(FieldError::from)?;
     if file.tiers.len() < 2 || file.tiers.len() > MAX_TIERS {
