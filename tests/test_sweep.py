@@ -263,6 +263,12 @@ def test_stores_in_the_single_table_layout_still_load(tmp_path: Path, tiering: b
     for t, frame in new.items():
         old = tierscope.load_sweep(out, t)
         assert old.schema == frame.schema and old.equals(frame), t
+    # compare reads it too: each run's monitors and policy runs.
+    from tierscope.cli.compare import load_runs
+
+    compared = load_runs([str(out)])
+    assert [len(r.metrics["monitors"]) for r in compared] == [1 if tiering else 2] * len(runs)
+    assert all(len(r.metrics["policies"]) == (3 if tiering else 0) for r in compared)
     # A store in the old layout resumes: nothing reruns, the report still renders.
     assert tierscope.run_sweep(sweep, out, progress=False).skipped == len(runs)
     text = tierscope.write_report(out).read_text()
