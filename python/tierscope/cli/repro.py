@@ -15,7 +15,7 @@ docs/results/CLAIMS.md): runs the measurements the claims name (each a repro abo
 already in DIR/NAME), writes DIR/CLAIMS.md and DIR/claims.json, prints the counts per
 paper and status, and exits 1 naming each claim without a command, a key or a check.
 
-The experiments run as one sweep over named bases stored in DIR (rows/, sweep.json;
+The experiments run as one sweep over named bases stored in DIR (monitors/, sweep.json;
 --executor local or ray; stopped, a rerun with the same DIR resumes it). For each
 experiment it writes the usual run outputs (metrics.json, heatmaps like the paper's
 Figure 7, damo records) plus timeline.png (precision and recall per window, like Figures 8
