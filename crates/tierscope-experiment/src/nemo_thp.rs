@@ -294,13 +294,24 @@ impl Participant<Scoring<'_>> for MemtisPebs {
     }
 }
 
+/// MEMTIS-PEBS's sampler: the experiment's first `pebs` monitor (so a sensitivity run can
+/// set its `period`, which MEMTIS's controller steps along a list of primes from 199 up to
+/// hold its sampling thread near 3 % of a core), else the `pebs-memtis` preset.
+fn pebs_config(exp: &Experiment) -> MonitorConfig {
+    exp.monitors
+        .iter()
+        .find(|m| m.config.kind() == "pebs")
+        .map(|m| m.config.clone())
+        .unwrap_or_else(|| MonitorConfig::preset("pebs-memtis").expect("registered preset"))
+}
+
 fn memtis_pebs(
     exp: &Experiment,
     found: &mut [Found],
     opts: &ThpSplitOptions,
     progress: &Progress,
 ) -> Result<f64, RunError> {
-    let config = MonitorConfig::preset("pebs-memtis").expect("registered preset");
+    let config = pebs_config(exp);
     let mut e = build::engine(exp, config.requires(), Truth::Accessed)?;
     let mut pebs = MemtisPebs {
         monitor: config.build(Rng::for_stream(exp.seed, "monitor/pebs-memtis"), &exp.cost),
@@ -569,5 +580,39 @@ preset = "pebs-memtis"
         );
         // Same seed, same rows.
         assert_eq!(run(&exp, &opts).unwrap(), rows);
+    }
+
+    /// MEMTIS-PEBS samples with the experiment's `pebs` monitor, so its period can be set
+    /// (a sensitivity run: MEMTIS's controller raises the period to hold its CPU near 3 %);
+    /// ten times the period takes about a tenth of the samples, hence of the CPU.
+    #[test]
+    fn memtis_pebs_samples_at_the_experiments_period() {
+        let period_of = |c: &MonitorConfig| match c {
+            MonitorConfig::Pebs(p) => p.period,
+            other => panic!("not pebs: {other:?}"),
+        };
+        let preset = MonitorConfig::preset("pebs-memtis").unwrap();
+        let mut exp = small();
+        exp.duration_ns = 4_000_000_000;
+        assert_eq!(period_of(&pebs_config(&exp)), period_of(&preset));
+        let opts = ThpSplitOptions {
+            step: 1_000_000_000,
+            fast_shares: vec![1.0 / 9.0],
+            ..ThpSplitOptions::default()
+        };
+        let cpu = |exp: &Experiment| run(exp, &opts).unwrap()[1].cpu_percent;
+        let base = cpu(&exp);
+        if let MonitorConfig::Pebs(p) = &mut exp.monitors[0].config {
+            p.period = p.period.map(|x| 10 * x);
+        }
+        assert_eq!(
+            period_of(&pebs_config(&exp)),
+            period_of(&preset).map(|x| 10 * x)
+        );
+        let slow = cpu(&exp);
+        assert!(slow > base / 20.0 && slow < base / 5.0, "{slow} vs {base}");
+        // Without a pebs monitor, the preset.
+        exp.monitors.clear();
+        assert_eq!(period_of(&pebs_config(&exp)), period_of(&preset));
     }
 }

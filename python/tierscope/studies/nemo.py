@@ -58,7 +58,8 @@ def hotset(
     and the run. `overrides`: `--set` pairs on the experiment (scripts/nemo_sensitivity.py)."""
     doc = _document("hotset-recovery.toml", duration_s)
     exp = load_experiment(doc, source_name="hotset-recovery.toml", overrides=overrides)
-    shift_s = _seconds(doc["workload"]["kv"]["shift_at"])
+    shift_at = dict(overrides).get("workload.kv.shift_at", doc["workload"]["kv"]["shift_at"])
+    shift_s = _seconds(shift_at)
     result = run(exp, progress=False)
     rows = []
     for name, p in result.policies.items():
