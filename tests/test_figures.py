@@ -153,3 +153,16 @@ def test_lines_of_equal_runs_stay_visible(result: tierscope.RunResult) -> None:
     fig = plot.placement_figure(result)
     widths = [line.get_linewidth() for line in fig.axes[0].get_lines()[: len(result.policies)]]
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
+
+
+def test_a_run_shorter_than_a_window(tmp_path: Path) -> None:
+    # 100 ms against DAMON's 200 ms aggregation: no window ends; the figure says so and
+    # spans the run, on the unit's scale.
+    exp = {**TIERING, "duration": "100ms", "monitors": [{"preset": "damon-mod"}]}
+    exp.pop("tiering")
+    short = tierscope.run(exp, progress=False)
+    fig = plot.heatmap_figure(short)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no window ended"]
+    assert fig.axes[0].get_xlim() == (0.0, 0.1)
+    assert (images(fig)[0].norm.vmin, images(fig)[0].norm.vmax) == (0.0, 100.0)
+    plot.save(fig, tmp_path / "short.png", ["png"])

@@ -235,7 +235,7 @@ def heatmap_figure(
     first = chosen[0] if chosen else None
     nwin = len(first.snapshots) if first else 0
     t0 = float(first.snapshots.start_ns[0]) / 1e9 if first and nwin else 0.0
-    t1 = float(first.snapshots.end_ns[-1]) / 1e9 if first and nwin else 1.0
+    t1 = float(first.snapshots.end_ns[-1]) / 1e9 if first and nwin else result.duration_ns / 1e9
     extent = (t0, t1, 0.0, top_y)
     regions = heap_regions(result)
 
@@ -265,7 +265,9 @@ def heatmap_figure(
         )
         fig.colorbar(image, ax=ax, label=q, pad=0.01)
         ax.set_title(f"{m.name}: regions reported hot (nr_accesses >= {threshold})")
-        if len(m.snapshots) == 0 or not grid.any():
+        if len(m.snapshots) == 0:
+            ax.text(0.5, 0.5, "no window ended", transform=ax.transAxes, ha="center")
+        elif not grid.any():
             ax.text(0.5, 0.5, "nothing reported hot", transform=ax.transAxes, ha="center")
     truth_map = ListedColormap(list(TRUTH_COLOURS))
     truth_norm = BoundaryNorm([-0.5, 0.5, 1.5], 2)
