@@ -24,8 +24,8 @@ from typing import Any
 from tierscope import _core
 from tierscope.experiment import ConfigError
 
-#: Cori's stopping rules (docs/techniques/CORI.md, "The Tuner"): a trial within 3 % of the best before
-#: it, or two trials in a row without a new best.
+#: Cori's stopping rules (docs/techniques/CORI.md, "The Tuner"): a trial within 3 % of the
+#: best before it, or two trials in a row without a new best.
 CORI_STOPS: tuple[tuple[str, float], ...] = (("within", 3.0), ("no-gain", 2.0))
 
 

@@ -34,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tierscope",
         description=(
             "Compare hot/cold memory telemetry (DAMON, Telescope, linear scanning, PEBS, "
-            "PML) on simulated x86-64 hardware or a KVM guest. See docs/reference/EXPERIMENTS.md for "
-            "the experiment-file format."
+            "PML) on simulated x86-64 hardware or a KVM guest. See "
+            "docs/reference/EXPERIMENTS.md for the experiment-file format."
         ),
     )
     from tierscope import __version__

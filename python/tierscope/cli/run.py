@@ -116,7 +116,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "experiment", nargs="?", metavar="EXPERIMENT", help="experiment file (docs/reference/EXPERIMENTS.md)"
+        "experiment",
+        nargs="?",
+        metavar="EXPERIMENT",
+        help="experiment file (docs/reference/EXPERIMENTS.md)",
     )
     p.add_argument(
         "-o",
