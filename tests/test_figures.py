@@ -166,3 +166,16 @@ def test_a_run_shorter_than_a_window(tmp_path: Path) -> None:
     assert fig.axes[0].get_xlim() == (0.0, 0.1)
     assert (images(fig)[0].norm.vmin, images(fig)[0].norm.vmax) == (0.0, 100.0)
     plot.save(fig, tmp_path / "short.png", ["png"])
+
+
+def test_the_report_draws_heatmaps_written_without_png(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(plot.FORMATS_ENV, "svg")
+    exp = {**TIERING, "duration": "400ms", "monitors": [{"preset": "damon-mod"}]}
+    exp.pop("tiering")
+    tierscope.run(exp, out=tmp_path / "r", progress=False)
+    assert not list((tmp_path / "r").glob("*.png"))
+    assert (tmp_path / "r" / "heatmap-damon-mod.svg").is_file()
+    text = tierscope.write_report(tmp_path / "r").read_text()
+    assert 'alt="heatmap of damon-mod" src="data:image/png;base64,' in text

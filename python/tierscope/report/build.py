@@ -15,8 +15,10 @@ from tierscope.output import OutputError, safe_name
 from tierscope.plot import (
     accuracy_cost_figure,
     cost_figure,
+    heatmap_figure,
     parameter_figure,
     placement_figure,
+    shared_scales,
     speedup_figure,
     throughput_figure,
     timeline_figure,
@@ -104,10 +106,15 @@ def run_report(d: Path) -> str:
         body += tiering_section(result)
 
     body.append("<h2>Heatmaps: reported hot (top) against the truth (bottom)</h2>")
+    scales = shared_scales(result)
     for name in result.monitors:
         p = d / f"heatmap-{safe_name(name)}.png"
+        alt = f"heatmap of {name}"
         if p.is_file():
-            body.append(f"<h3>{esc(name)}</h3>" + png(p.read_bytes(), f"heatmap of {name}"))
+            image = png(p.read_bytes(), alt)
+        else:  # written without PNGs (TIERSCOPE_FIGURES=svg,pdf): drawn again
+            image = figure(heatmap_figure(result, name, scales=scales, title=""), alt)
+        body.append(f"<h3>{esc(name)}</h3>" + image)
     return page(title, body)
 
 
