@@ -1,7 +1,8 @@
 """The claims ledger (tierscope/studies/claims): the shipped claims load and are complete,
 the status rules and the key language by hand, the table's counts, a measurement reused
 once done, and `tierscope repro claims --quick` through the CLI (every row with a command
-or a reason; skipped where KVM or musl-gcc is missing, which repro vmmload needs)."""
+or a reason; skipped where KVM or musl-gcc is missing, which repro vmmload needs, or
+valgrind, which repro cori-programs needs)."""
 
 from __future__ import annotations
 
@@ -168,6 +169,7 @@ KVM_REASON = _core.kvm_unavailable()
 
 @pytest.mark.skipif(KVM_REASON is not None, reason=f"KVM: {KVM_REASON}")
 @pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-gcc is missing (make musl)")
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is missing (make musl)")
 def test_repro_claims_quick_through_the_cli(tmp_path: Path) -> None:
     t0 = time.monotonic()
     r = run_cli("repro", "claims", "--quick", "--out", tmp_path / "claims", cwd=tmp_path)

@@ -35,9 +35,15 @@ from tierscope.studies import cori, trends
 #: so that every reduced input below is 1.5 to 20 times larger than it, as the paper's
 #: inputs were larger than its (unstated) simulated cache.
 LLC: tuple[int, int] = (64 << 10, 16)
-#: The sensitivity run: a 4x larger cache. (No cache at all, every load and store a
-#: request, makes kmeans' and lud's traces millions of requests long: hours of model runs.)
-SENSITIVITY: dict[str, tuple[int, int] | None] = {"llc-256KiB": (256 << 10, 16)}
+#: The sensitivity runs: a 4x smaller and a 4x larger cache. (No cache at all, every load
+#: and store a request, makes kmeans' and lud's traces millions of requests long: hours
+#: of model runs.)
+SENSITIVITY: dict[str, tuple[int, int] | None] = {
+    "llc-16KiB": (16 << 10, 16),
+    "llc-256KiB": (256 << 10, 16),
+}
+#: Lines of a 4 KiB page.
+LINES_PER_PAGE = 64
 MAIN = "llc-64KiB"
 
 
@@ -199,6 +205,12 @@ def run(
         )
         main_traces[k.name] = traces[0]
         for cache, t in zip(caches, traces, strict=True):
+            # A trace with no more requests than its pages have lines is the cold misses
+            # of a cache that holds the data: nothing comes from memory twice, so there
+            # is nothing for a scheduler to do (and a trace shorter than two timesteps has
+            # no period to tune).
+            if t.requests <= t.pages * LINES_PER_PAGE or t.requests < 2 * timestep:
+                continue
             head = {"workload": k.name, "seed": 1, "llc": label(cache)}
             rows.extend(cori.evaluate_trace(head, t, timestep, random_seeds))
     return rows, programs, main_traces
@@ -207,14 +219,16 @@ def run(
 def format_programs(programs: list[dict[str, Any]]) -> str:
     from tierscope.texttable import align
 
-    table = [["kernel", "input", "loads+stores", f"requests ({MAIN})", "pages", "lackey (s)"]]
+    names = [MAIN, *SENSITIVITY]
+    requests = [f"requests ({n})" for n in names]
+    table = [["kernel", "input", "loads+stores", *requests, "pages", "lackey (s)"]]
     for p in programs:
         table.append(
             [
                 p["kernel"],
                 " ".join(p["args"]),
                 f"{p['accesses']:,}",
-                f"{p['requests'][MAIN]:,}",
+                *(f"{p['requests'][n]:,}" for n in names),
                 f"{p['pages'][MAIN]:,}",
                 f"{p['trace_wall_s']:g}",
             ]

@@ -120,6 +120,11 @@ MEASURES: dict[str, Measure] = {
         "tierscope repro nemo --out DIR", quick="tierscope repro nemo --quick --out DIR"
     ),
     "cori": Measure("tierscope repro cori --out DIR"),
+    # Figures 1 and 5 on traces of real programs (C kernels under valgrind lackey).
+    "cori-programs": Measure(
+        "tierscope repro cori-programs --out DIR",
+        quick="tierscope repro cori-programs --quick --out DIR",
+    ),
     "vmmload": Measure(
         "tierscope repro vmmload --out DIR", quick="tierscope repro vmmload --quick --out DIR"
     ),
