@@ -91,11 +91,95 @@ impl TlbConfig {
     }
 }
 
+/// What backs the guest's memory on the host: bare metal (no host), or a virtual machine
+/// under nested paging (EPT) whose host maps guest-physical memory with pages of one size.
+/// A TLB entry then caches the guest-virtual to host-physical translation at the smaller
+/// of the guest's and the host's page size (Intel SDM vol. 3C, 28.3: combined mappings),
+/// and a walk also walks the host's tables (docs/models/MACHINE.md, "Virtual machines").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HostPages {
+    #[default]
+    BareMetal,
+    Base4K,
+    Huge2M,
+    Huge1G,
+}
+
+impl HostPages {
+    /// The host's page size in bytes (`None` on bare metal).
+    pub const fn bytes(self) -> Option<u64> {
+        match self {
+            HostPages::BareMetal => None,
+            HostPages::Base4K => Some(4 << 10),
+            HostPages::Huge2M => Some(2 << 20),
+            HostPages::Huge1G => Some(1 << 30),
+        }
+    }
+
+    /// Host (EPT) entries one guest-physical translation loads when nothing of it is
+    /// cached: 4-level EPT down to the host's leaf (4, 3 or 2); 0 on bare metal.
+    pub const fn ept_loads(self) -> u64 {
+        match self {
+            HostPages::BareMetal => 0,
+            HostPages::Base4K => 4,
+            HostPages::Huge2M => 3,
+            HostPages::Huge1G => 2,
+        }
+    }
+
+    /// Whether a guest page of `page` is cached in the TLB as several smaller entries
+    /// (the host's pages are smaller than the guest's).
+    pub fn splinters(self, page: PageSize) -> bool {
+        self.bytes().is_some_and(|h| h < page.bytes())
+    }
+
+    pub fn parse(text: &str) -> Result<HostPages, String> {
+        if text == "bare-metal" {
+            return Ok(HostPages::BareMetal);
+        }
+        match tierscope_core::units::parse_size(text) {
+            Ok(0x1000) => Ok(HostPages::Base4K),
+            Ok(0x20_0000) => Ok(HostPages::Huge2M),
+            Ok(0x4000_0000) => Ok(HostPages::Huge1G),
+            _ => Err(format!(
+                "host page size `{text}` is not supported (expected \"bare-metal\", \"4KiB\", \
+                 \"2MiB\" or \"1GiB\")"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for HostPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HostPages::BareMetal => "bare-metal",
+            HostPages::Base4K => "4KiB",
+            HostPages::Huge2M => "2MiB",
+            HostPages::Huge1G => "1GiB",
+        })
+    }
+}
+
+impl Serialize for HostPages {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for HostPages {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        HostPages::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The simulated machine: paging, the size of the workload's pages, and the caches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimMachine {
     pub paging: Paging,
     pub page_size: PageSize,
+    /// Bare metal, or the host's page size under nested paging.
+    pub host_pages: HostPages,
     pub tlb: TlbConfig,
     /// A last-level cache in front of the memory controllers (exact engine): only its
     /// misses reach NEMO's pipelines. None: every access does.
@@ -110,6 +194,7 @@ impl Default for SimMachine {
         SimMachine {
             paging: Paging::FourLevel,
             page_size: PageSize::Base4K,
+            host_pages: HostPages::BareMetal,
             tlb: TlbConfig::default(),
             llc: None,
             host_threads: 1,

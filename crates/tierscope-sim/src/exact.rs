@@ -178,7 +178,8 @@ impl ExactEngine {
             .mappings
             .iter()
             .any(|m| m.page_size.leaf_level() != Level::Pte);
-        let mmu = Mmu::new(pt, params.threads as usize, &config.tlb, has_huge);
+        let mut mmu = Mmu::new(pt, params.threads as usize, &config.tlb, has_huge);
+        mmu.set_host(config.host_pages);
         let streams = (0..params.threads)
             .map(|t| {
                 AccessStream::new(

@@ -8,7 +8,7 @@
 //! the translation. Only eviction or a flush ends that.
 
 use crate::cache::SetAssoc;
-use crate::config::TlbConfig;
+use crate::config::{HostPages, TlbConfig};
 use crate::page_table::{EntryRef, PageTable};
 use crate::pml::{NoPml, Pml, PmlHook};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
@@ -53,8 +53,14 @@ pub struct Core {
     /// 2 with 4-level paging, 3 with 5-level).
     probes: usize,
     root: Level,
-    /// Whether any 2 MiB mapping exists; saves the 2 MiB TLB probes when not.
+    /// Whether any 2 MiB TLB entry can exist; saves the 2 MiB TLB probes when not.
     has_huge: bool,
+    /// Whether a 2 MiB guest page is cached as 4 KiB TLB entries (a virtual machine whose
+    /// host backs guest memory with 4 KiB pages: the combined mapping is 4 KiB).
+    splinter: bool,
+    /// Host (EPT) entries each guest-physical translation of a walk loads (0 on bare
+    /// metal): a nested walk of `g` guest entries loads `g + (g + 1) * ept_loads`.
+    ept_loads: u64,
     pub stats: MachineStats,
 }
 
@@ -77,8 +83,25 @@ impl Core {
                 .count(),
             root,
             has_huge,
+            splinter: false,
+            ept_loads: 0,
             stats: MachineStats::default(),
         }
+    }
+
+    /// Runs the core in a virtual machine over `host` pages (or on bare metal).
+    fn set_host(&mut self, host: HostPages, has_huge: bool) {
+        self.splinter = has_huge && host.splinters(tierscope_core::PageSize::Huge2M);
+        self.has_huge = has_huge && !self.splinter;
+        self.ept_loads = host.ept_loads();
+    }
+
+    /// Counts a walk that loaded `guest` guest entries: each one's guest-physical address
+    /// and the data's are translated through the host's tables too (no host-side caching:
+    /// the 2D walk's architectural count, 24 loads for 4-level guest and host tables).
+    #[inline(always)]
+    fn count_walk_loads(&mut self, guest: u64) {
+        self.stats.walk_loads += guest + (guest + 1) * self.ept_loads;
     }
 
     fn flush_all(&mut self) {
@@ -88,6 +111,18 @@ impl Core {
         for p in &mut self.psc {
             p.invalidate_all();
         }
+    }
+
+    /// INVLPG of an address in a 2 MiB guest page cached as 4 KiB entries: all of them
+    /// (SDM vol. 3A, 4.10.4.1: every TLB entry of a page larger than 4 KiB), and every
+    /// paging-structure-cache entry.
+    fn invlpg_splintered(&mut self, va: u64) {
+        let first = va >> 21 << 9;
+        for p4 in first..first + 512 {
+            self.l1_4k.invalidate(p4, p4);
+            self.l2.invalidate(p4, l2_tag(p4, false));
+        }
+        self.invlpg(va);
     }
 
     /// INVLPG: the page's TLB entries (either size) and every paging-structure-cache entry.
@@ -216,10 +251,18 @@ impl Core {
             pml.table_load(table, Level::Pmd, va);
             if pt.walk_load(e) {
                 let v = pack(e, pt.walk_leaf_dirty(e, write));
-                let p2 = va >> 21;
-                self.l2.insert(p2, l2_tag(p2, true), v);
-                self.l1_2m.insert(p2, p2, v);
-                self.stats.walk_loads += start as u64;
+                if self.splinter {
+                    // The host maps the guest page with 4 KiB pages: the TLB caches the
+                    // 4 KiB around `va`, and the rest of the guest page walks again.
+                    let p4 = va >> 12;
+                    self.l2.insert(p4, l2_tag(p4, false), v);
+                    self.l1_4k.insert(p4, p4, v);
+                } else {
+                    let p2 = va >> 21;
+                    self.l2.insert(p2, l2_tag(p2, true), v);
+                    self.l1_2m.insert(p2, p2, v);
+                }
+                self.count_walk_loads(start as u64);
                 return;
             }
             let child = pt.pmd_child(table, e.index as usize, va);
@@ -238,7 +281,7 @@ impl Core {
         let p4 = va >> 12;
         self.l2.insert(p4, l2_tag(p4, false), v);
         self.l1_4k.insert(p4, p4, v);
-        self.stats.walk_loads += start as u64 + 1;
+        self.count_walk_loads(start as u64 + 1);
     }
 
     /// One walk step at level `LV` above the page directory: marks the entry ACCESSED,
@@ -277,6 +320,8 @@ pub struct Mmu {
     pub cores: Vec<Core>,
     /// Whether any 2 MiB mapping exists.
     has_huge: bool,
+    /// Whether 2 MiB guest pages are cached as 4 KiB TLB entries (`Core::splinter`).
+    splinter: bool,
     /// Simulated PML, once a monitor asked for the write log (`None`: no cost but one
     /// check per store and per walk step).
     pub pml: Option<Box<Pml>>,
@@ -289,7 +334,31 @@ impl Mmu {
             pt,
             cores: (0..cores).map(|_| Core::new(tlb, root, has_huge)).collect(),
             has_huge,
+            splinter: false,
             pml: None,
+        }
+    }
+
+    /// Runs the machine in a virtual machine whose host maps guest memory with `host`
+    /// pages (or on bare metal, the default).
+    pub fn set_host(&mut self, host: HostPages) {
+        let has_huge = self.has_huge;
+        self.splinter = has_huge && host.splinters(tierscope_core::PageSize::Huge2M);
+        self.cores
+            .iter_mut()
+            .for_each(|c| c.set_host(host, has_huge));
+    }
+
+    /// INVLPG of `va` on every core: with splintered guest huge pages, of every 4 KiB
+    /// entry of the 2 MiB guest page holding `va`.
+    fn invlpg(&mut self, va: u64) {
+        let huge = self.splinter && self.pt.leaf(va).is_some_and(|(l, _, _)| l == Level::Pmd);
+        for c in &mut self.cores {
+            if huge {
+                c.invlpg_splintered(va);
+            } else {
+                c.invlpg(va);
+            }
         }
     }
 
@@ -329,7 +398,7 @@ impl Mmu {
                 true
             }
             Flush::Page(va) => {
-                self.cores.iter_mut().for_each(|c| c.invlpg(va));
+                self.invlpg(va);
                 false
             }
             Flush::Range { start, end } => {
@@ -343,7 +412,7 @@ impl Mmu {
                     return true;
                 }
                 for p in first..=last {
-                    self.cores.iter_mut().for_each(|c| c.invlpg(p << 12));
+                    self.invlpg(p << 12);
                 }
                 false
             }
@@ -426,6 +495,104 @@ mod tests {
         assert!(m.pt.dirty(leaf));
     }
 
+    /// The 4 KiB pieces of the test's 8 MiB of 2 MiB pages (`page_va` 2048..4096).
+    fn huge_pieces() -> impl Iterator<Item = u64> {
+        (2048..4096).map(page_va)
+    }
+
+    fn mmu_on(host: HostPages) -> Mmu {
+        let mut m = mmu(TlbConfig::default());
+        m.set_host(host);
+        m
+    }
+
+    #[test]
+    fn guest_huge_page_over_4k_host_pages_takes_512_tlb_entries() {
+        // One 2 MiB guest page: bare metal walks once for all of it; over 4 KiB host pages
+        // each 4 KiB piece is its own TLB entry, and 512 of them fit the 1536-entry STLB.
+        for (host, walks) in [(HostPages::BareMetal, 1), (HostPages::Base4K, 512)] {
+            let mut m = mmu_on(host);
+            huge_pieces()
+                .take(512)
+                .for_each(|va| m.access(0, va, false));
+            assert_eq!(m.stats().walks, walks, "{host}");
+            huge_pieces()
+                .take(512)
+                .for_each(|va| m.access(0, va, false));
+            assert_eq!(m.stats().walks, walks, "{host}: the second pass hits");
+        }
+        // Four guest huge pages are 2048 entries: more than the STLB's 12 ways per set
+        // (16 keys a set), so a cyclic pass misses every time; bare metal holds 4.
+        for (host, walks) in [(HostPages::BareMetal, 4), (HostPages::Base4K, 2 * 2048)] {
+            let mut m = mmu_on(host);
+            for _ in 0..2 {
+                huge_pieces().for_each(|va| m.access(0, va, false));
+            }
+            assert_eq!(m.stats().walks, walks, "{host}");
+        }
+        // 2 MiB and 1 GiB host pages cover the guest page: bare metal's TLB behaviour.
+        for host in [HostPages::Huge2M, HostPages::Huge1G] {
+            let mut m = mmu_on(host);
+            huge_pieces().for_each(|va| m.access(0, va, false));
+            assert_eq!(m.stats().walks, 4, "{host}");
+        }
+    }
+
+    #[test]
+    fn cleared_huge_pmd_is_set_again_by_a_splintered_miss() {
+        // After a clear without a flush, an access to another 4 KiB of the same guest huge
+        // page hits the TLB on bare metal (the bit stays clear) and misses over 4 KiB host
+        // pages, whose walk loads the PMD and sets ACCESSED again.
+        let va = page_va(2048);
+        for (host, set_again) in [(HostPages::BareMetal, false), (HostPages::Base4K, true)] {
+            let mut m = mmu_on(host);
+            m.access(0, va, false);
+            let (level, pmd, _) = m.pt.leaf(va).unwrap();
+            assert_eq!(level, Level::Pmd);
+            m.pt.clear_accessed(pmd);
+            m.access(0, va + 4096, false);
+            assert_eq!(m.pt.accessed(pmd), set_again, "{host}");
+            // The same 4 KiB again hits in both.
+            m.pt.clear_accessed(pmd);
+            m.access(0, va + 4096 + 64, false);
+            assert!(!m.pt.accessed(pmd), "{host}");
+        }
+    }
+
+    #[test]
+    fn nested_walk_loads_the_host_tables_too() {
+        // A walk from the root of a 4 KiB guest page loads 4 guest entries; in a VM each of
+        // them and the data's guest-physical address need a host walk of 4 (4 KiB host
+        // pages), 3 (2 MiB) or 2 (1 GiB) entries: 24, 19, 14 loads (Bhargava et al.,
+        // ASPLOS'08: 24 for 4-level guest and host tables).
+        for (host, loads) in [
+            (HostPages::BareMetal, 4),
+            (HostPages::Base4K, 24),
+            (HostPages::Huge2M, 19),
+            (HostPages::Huge1G, 14),
+        ] {
+            let mut m = mmu_on(host);
+            m.access(0, BASE, false);
+            assert_eq!(m.stats().walk_loads, loads, "{host}");
+        }
+        // A 2 MiB guest page's walk has 3 guest entries: 3 + 4 x 4 = 19 over 4 KiB pages.
+        let mut m = mmu_on(HostPages::Base4K);
+        m.access(0, page_va(2048), false);
+        assert_eq!(m.stats().walk_loads, 19);
+    }
+
+    #[test]
+    fn invlpg_drops_every_splinter_of_a_guest_huge_page() {
+        let mut m = mmu_on(HostPages::Base4K);
+        let (a, b) = (page_va(2048), page_va(2048 + 300));
+        m.access(0, a, false);
+        m.access(0, b, false);
+        let walks = m.stats().walks;
+        m.flush(Flush::Page(a));
+        m.access(0, b, false);
+        assert_eq!(m.stats().walks, walks + 1, "the other piece walks again");
+    }
+
     #[test]
     fn cleared_upper_bit_stays_clear_until_flush() {
         let mut m = mmu(TlbConfig::default());
@@ -465,6 +632,9 @@ mod tests {
         psc: [Lru; 4],
         /// The root level (PML4 with 4-level paging, PML5 with 5-level).
         root: Level,
+        /// The host's pages: 2 MiB guest pages over smaller ones are cached as 4 KiB
+        /// entries, and every walk's guest loads are followed by host ones.
+        host: HostPages,
         stats: MachineStats,
     }
 
@@ -520,7 +690,7 @@ mod tests {
     }
 
     impl Naive {
-        fn new(t: &TlbConfig, root: Level) -> Self {
+        fn new(t: &TlbConfig, root: Level, host: HostPages) -> Self {
             let mut n = Naive {
                 a: HashMap::new(),
                 d: HashMap::new(),
@@ -534,6 +704,7 @@ mod tests {
                     Lru::new(t.pml5_cache),
                 ],
                 root,
+                host,
                 stats: MachineStats::default(),
             };
             for page in 0..4096u64 {
@@ -556,7 +727,9 @@ mod tests {
             let leaf = leaf_level(va);
             let key = (leaf, va >> leaf.span_shift());
             let (p4, p2) = (va >> 12, va >> 21);
-            let hit = if leaf == Level::Pte {
+            // The size of the TLB entry: the smaller of the guest's and the host's page.
+            let small = leaf == Level::Pte || self.host.splinters(PageSize::Huge2M);
+            let hit = if small {
                 match self.l1_4k.hit(p4, p4) {
                     Some(d) => Some((d, 0)),
                     None => self.l2.hit(p4, l2_tag(p4, false)).map(|d| (d, 2)),
@@ -606,6 +779,7 @@ mod tests {
                 }
             }
             self.stats.walks += 1;
+            let loads = self.stats.walk_loads;
             loop {
                 self.stats.walk_loads += 1;
                 self.a.insert((level, va >> level.span_shift()), true);
@@ -616,11 +790,14 @@ mod tests {
                 self.psc[level.index() - 1].insert(k, k, false);
                 level = level.down().unwrap();
             }
+            // Each guest entry's address and the data's go through the host's tables.
+            let guest = self.stats.walk_loads - loads;
+            self.stats.walk_loads += (guest + 1) * self.host.ept_loads();
             if write {
                 self.d.insert(key, true);
             }
             let dirty = self.d[&key];
-            if leaf == Level::Pte {
+            if small {
                 self.l2.insert(p4, l2_tag(p4, false), dirty);
                 self.l1_4k.insert(p4, p4, dirty);
             } else {
@@ -631,6 +808,12 @@ mod tests {
 
         fn invlpg(&mut self, va: u64) {
             let (p4, p2) = (va >> 12, va >> 21);
+            if leaf_level(va) == Level::Pmd && self.host.splinters(PageSize::Huge2M) {
+                for p in p2 << 9..(p2 + 1) << 9 {
+                    self.l1_4k.drop_tag(p, p);
+                    self.l2.drop_tag(p, l2_tag(p, false));
+                }
+            }
             self.l1_4k.drop_tag(p4, p4);
             self.l1_2m.drop_tag(p2, p2);
             self.l2.drop_tag(p4, l2_tag(p4, false));
@@ -657,8 +840,18 @@ mod tests {
         paging: Paging,
         ops: Vec<(u16, bool, u8)>,
     ) -> Result<(), TestCaseError> {
+        check_against_oracle_on(tlb, paging, HostPages::BareMetal, ops)
+    }
+
+    fn check_against_oracle_on(
+        tlb: TlbConfig,
+        paging: Paging,
+        host: HostPages,
+        ops: Vec<(u16, bool, u8)>,
+    ) -> Result<(), TestCaseError> {
         let mut m = mmu_with(tlb, paging);
-        let mut n = Naive::new(&tlb, paging.root());
+        m.set_host(host);
+        let mut n = Naive::new(&tlb, paging.root(), host);
         for (page, write, op) in ops {
             let va = page_va(page as u64 % 4096);
             match op % 8 {
@@ -689,6 +882,19 @@ mod tests {
             compare(&m, &n)?;
         }
         Ok(())
+    }
+
+    proptest! {
+        // A quarter of the default cases: the bare-metal oracle tests cover the shared
+        // walk; these add the host's page size.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn walker_matches_naive_oracle_in_a_vm(ops in proptest::collection::vec((0u16..4096, any::<bool>(), 0u8..8), 1..300), host in 0usize..3) {
+            // Guest 2 MiB pages over 4 KiB host pages are cached as 4 KiB entries; over
+            // 2 MiB or 1 GiB ones as on bare metal, but every walk loads host entries too.
+            let host = [HostPages::Base4K, HostPages::Huge2M, HostPages::Huge1G][host];
+            check_against_oracle_on(TlbConfig::default(), Paging::FourLevel, host, ops)?;
+        }
     }
 
     proptest! {

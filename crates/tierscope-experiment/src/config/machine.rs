@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use tierscope_core::workload::{Density, WorkloadSpec};
 use tierscope_core::{Capabilities, Capability, FieldError, PageSize, Paging};
 use tierscope_kvm::KvmOptions;
-use tierscope_sim::config::{SimMachine, TlbConfig};
+use tierscope_sim::config::{HostPages, SimMachine, TlbConfig};
 
 /// Which machine runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -106,6 +106,11 @@ pub struct MachineConfig {
     pub paging_levels: Option<u8>,
     /// Page size of the workload's memory: "4KiB" or "2MiB" (THP).
     pub page_size: PageSize,
+    /// "bare-metal" (the default), or the page size with which the host of a virtual
+    /// machine backs guest memory under nested paging: "4KiB", "2MiB" or "1GiB" (engines
+    /// exact and stat; docs/models/MACHINE.md, "Virtual machines").
+    #[serde(skip_serializing_if = "is_bare_metal")]
+    pub host_page_size: HostPages,
     pub tlb: TlbConfig,
     /// `[machine.kvm]`: options of the KVM engine (only with `engine = "kvm"`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +130,10 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+fn is_bare_metal(h: &HostPages) -> bool {
+    *h == HostPages::BareMetal
+}
+
 /// Most host threads an experiment may ask for.
 pub const MAX_HOST_THREADS: u32 = 64;
 
@@ -134,6 +143,7 @@ impl Default for MachineConfig {
             engine: EngineKind::Exact,
             paging_levels: None,
             page_size: PageSize::Base4K,
+            host_page_size: HostPages::BareMetal,
             tlb: TlbConfig::default(),
             kvm: None,
             llc: None,
@@ -193,6 +203,12 @@ impl MachineConfig {
             }
             llc.validate().map_err(|e| e.under("llc"))?;
         }
+        if self.host_page_size != HostPages::BareMetal && self.engine == EngineKind::Kvm {
+            return Err(FieldError::new(
+                "host_page_size",
+                "only for engines exact and stat (the kvm engine's host is the real one)",
+            ));
+        }
         if self.engine == EngineKind::Kvm {
             if self.paging_levels == Some(5) {
                 return Err(FieldError::new(
@@ -236,9 +252,46 @@ impl MachineConfig {
         SimMachine {
             paging: self.paging(),
             page_size: self.page_size,
+            host_pages: self.host_page_size,
             tlb: self.tlb,
             llc: self.llc,
             host_threads: self.host_threads,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(text: &str) -> Result<MachineConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn host_page_size_is_bare_metal_unless_set() {
+        let spec = tierscope_core::workload::parse_masim("a, 64MiB\n\np\n10\na, 1, 4096, 1, ro\n")
+            .unwrap();
+        let bare = machine("").unwrap();
+        assert_eq!(bare.host_page_size, HostPages::BareMetal);
+        // Left out of the resolved document on bare metal, so its echo is unchanged.
+        assert!(!toml::to_string(&bare).unwrap().contains("host_page_size"));
+        for (text, host) in [
+            ("4KiB", HostPages::Base4K),
+            ("2MiB", HostPages::Huge2M),
+            ("1GiB", HostPages::Huge1G),
+            ("bare-metal", HostPages::BareMetal),
+        ] {
+            let mut m = machine(&format!("host_page_size = \"{text}\"")).unwrap();
+            m.resolve(&spec).unwrap();
+            assert_eq!(m.sim().host_pages, host);
+        }
+        let err = machine("host_page_size = \"64KiB\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not supported"), "{err}");
+        let mut kvm = machine("engine = \"kvm\"\nhost_page_size = \"4KiB\"").unwrap();
+        let err = kvm.resolve(&spec).unwrap_err();
+        assert!(err.to_string().contains("host_page_size"), "{err}");
     }
 }

@@ -47,7 +47,7 @@
 //! misses with `exp(-m T)` for its own mass `m`. Its paging-structure caches keep the
 //! runs.
 
-use crate::config::{CacheGeometry, TlbConfig};
+use crate::config::{CacheGeometry, HostPages, TlbConfig};
 use crate::stream::MASIM_BATCH;
 use tierscope_core::workload::{RegionDensity, DENSITY_PAGE};
 use tierscope_core::{AddrRange, Level, PageSize, Paging};
@@ -678,12 +678,16 @@ impl LevelModel {
 pub struct RegionCaches {
     /// The region's leaf level (Pte, or Pmd for 2 MiB pages).
     pub leaf: Level,
+    /// Whether the TLB caches the region's 2 MiB pages as 4 KiB entries (a virtual machine
+    /// over 4 KiB host pages): its keys are then 4 KiB pages, 512 per leaf entry.
+    pub splintered: bool,
     /// Index 0: the TLB (keys are leaf pages); index `l` for `l >= 1`: the
     /// paging-structure cache of level `l`, when the walker uses it for this region.
     pub levels: [Option<LevelModel>; 5],
 }
 
 impl RegionCaches {
+    /// On bare metal.
     pub fn new(
         region: AddrRange,
         density: &RegionDensity,
@@ -691,9 +695,29 @@ impl RegionCaches {
         paging: Paging,
         tlb: &TlbConfig,
     ) -> Self {
+        Self::with_host(region, density, page, HostPages::BareMetal, paging, tlb)
+    }
+
+    /// On bare metal or in a virtual machine over `host` pages: the TLB's keys are pages
+    /// of the smaller of the two sizes (the paging-structure caches hold guest entries,
+    /// as on bare metal).
+    pub fn with_host(
+        region: AddrRange,
+        density: &RegionDensity,
+        page: PageSize,
+        host: HostPages,
+        paging: Paging,
+        tlb: &TlbConfig,
+    ) -> Self {
         let leaf = page.leaf_level();
+        let splintered = host.splinters(page);
+        let tlb_shift = if splintered {
+            Level::Pte.span_shift()
+        } else {
+            leaf.span_shift()
+        };
         let mut levels: [Option<LevelModel>; 5] = Default::default();
-        levels[0] = Some(LevelModel::new(region, leaf.span_shift(), tlb.l2, density));
+        levels[0] = Some(LevelModel::new(region, tlb_shift, tlb.l2, density));
         let root = paging.root();
         for (l, g) in [
             (Level::Pmd, tlb.pde_cache),
@@ -706,7 +730,11 @@ impl RegionCaches {
                 levels[l.index()] = Some(LevelModel::new(region, l.span_shift(), g, density));
             }
         }
-        RegionCaches { leaf, levels }
+        RegionCaches {
+            leaf,
+            splintered,
+            levels,
+        }
     }
 
     /// Cache indices (0 = TLB) that must miss for an access in the span of the entry at
@@ -745,6 +773,12 @@ impl RegionCaches {
             };
         }
         q
+    }
+
+    /// Whether the leaf entry at `leaf` spans exactly one TLB key (not so for a 2 MiB guest
+    /// page cached as 4 KiB entries).
+    pub fn leaf_is_one_key(&self, leaf: Level) -> bool {
+        !(self.splintered && leaf == Level::Pmd)
     }
 
     /// Mean TLB miss probability over the whole region (for the engine's statistics).

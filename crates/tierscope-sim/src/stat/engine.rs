@@ -69,7 +69,16 @@ impl StatEngine {
         let caches = workload
             .patterns
             .iter()
-            .map(|p| RegionCaches::new(p.region, &p.density, config.page_size, paging, &config.tlb))
+            .map(|p| {
+                RegionCaches::with_host(
+                    p.region,
+                    &p.density,
+                    config.page_size,
+                    config.host_pages,
+                    paging,
+                    &config.tlb,
+                )
+            })
             .collect();
         // The same stream names as the exact engine's threads, though the numbers drawn
         // differ (the exact engine also draws every access's offset).

@@ -216,7 +216,7 @@ pub fn log_no_load(
                         let (inside, c) = (inside_of(p), &w.caches[id]);
                         let mass = mass_of(id as u32, p, inside);
                         let q = q_of(p, c, inside, f);
-                        total += random_term(t, p, (share, mass), n, q);
+                        total += random_term(t, p, c, (share, mass), n, q);
                     }
                 }
                 if total <= CERTAIN_LOAD {
@@ -238,7 +238,7 @@ pub fn log_no_load(
                             let inside = inside_of(p);
                             let mass = mass_of(seg.pattern, p, inside);
                             let q = q_of(p, c, inside, f);
-                            total += random_term(t, p, (share, mass), n, q);
+                            total += random_term(t, p, c, (share, mass), n, q);
                             if total == f64::NEG_INFINITY {
                                 return total;
                             }
@@ -311,12 +311,21 @@ impl Q {
 /// ln of the probability that `n` accesses of the random pattern `p` leave the entry
 /// unloaded: each lands in the span with probability `share` (1, or the pattern's store
 /// share when only stores count) times the span's `mass`, and then loads the entry with
-/// the probability `q` the caches give; `-inf` for a certain load.
-fn random_term(t: Target, p: &Pattern, (share, mass): (f64, f64), n: u64, q: Q) -> f64 {
+/// the probability `q` the caches `c` give; `-inf` for a certain load.
+fn random_term(
+    t: Target,
+    p: &Pattern,
+    c: &RegionCaches,
+    (share, mass): (f64, f64),
+    n: u64,
+    q: Q,
+) -> f64 {
     // `share` is 1 or 1/2: scaling the mass by it rounds exactly as scaling the overlap
     // did before densities existed.
     let s = share * mass;
-    if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() {
+    // The renewal model follows one TLB key; a guest huge page splintered into 512 keys
+    // keeps independent misses (its accesses spread over the keys).
+    if t.level == t.leaf && share == 1.0 && !p.density.is_uniform() && c.leaf_is_one_key(t.leaf) {
         return leaf_log_no_load(n as f64 * s, q);
     }
     let sq = (s * q.q).min(1.0);
