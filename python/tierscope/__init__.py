@@ -8,7 +8,11 @@ The public API, which the `tierscope` CLI uses itself:
     result.monitors["telescope-bnd"].windows["recall"]            # numpy array
     result.policies["telescope-rule@damon-mod"].windows["placed"]  # [window, tier], with [tiering]
     again = tierscope.load("runs/default")                         # the same result
+    result.monitors_df(), result.snapshots_df()                    # polars DataFrames
     runs = tierscope.expand_sweep("sweep.toml")                    # experiments with ids
+    tierscope.load_sweep("runs/sweep", "policies")                 # a sweep's policy table
+
+Figures for notebooks and papers: tierscope.plot (docs/reference/FIGURES.md).
 """
 
 from tierscope._core import Cancelled, ConfigError, RunError, Unavailable
