@@ -26,16 +26,23 @@ pub enum FeedKind {
     /// Pages written in the window, from a write log (PML, KVM's dirty log): a write log
     /// sees no reads.
     Writes,
+    /// NEMO's MEMTIS telemetry (MEMTIS-NEMO, NEMO §5.2): huge-page regions carry counts
+    /// scaled to a sampling period, as `Samples`; base-page (4 KiB) regions carry the exact
+    /// accesses of the window to each base page of the huge pages tracked at base-page
+    /// granularity in it (raw counts, replacing that huge page's earlier ones). A PEBS-fed
+    /// policy that adds snapshots up would mix the two, so it is a kind of its own.
+    HugeAndBaseCounts,
 }
 
 impl FeedKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FeedKind; 5] = [
+    pub const ALL: [FeedKind; 6] = [
         FeedKind::AccessChecks,
         FeedKind::Samples,
         FeedKind::CounterReads,
         FeedKind::HintFaults,
         FeedKind::Writes,
+        FeedKind::HugeAndBaseCounts,
     ];
 
     /// Everything but a write log: what tells how often memory is accessed.
@@ -54,6 +61,10 @@ impl FeedKind {
             FeedKind::CounterReads => "raw memory-controller counter reads",
             FeedKind::HintFaults => "NUMA hint faults per window",
             FeedKind::Writes => "pages written per window (a write log)",
+            FeedKind::HugeAndBaseCounts => {
+                "huge-page counts scaled to samples with a window's per-4 KiB counts of the \
+                 huge pages tracked (NEMO's MEMTIS telemetry)"
+            }
         }
     }
 
@@ -97,6 +108,6 @@ mod tests {
         let s = FeedKind::list(FeedKind::ACCESSES);
         assert!(s.starts_with("access checks") && s.ends_with(" or NUMA hint faults per window"));
         assert!(!FeedKind::ACCESSES.contains(&FeedKind::Writes));
-        assert_eq!(FeedKind::ALL.len(), 5);
+        assert_eq!(FeedKind::ALL.len(), 6);
     }
 }

@@ -306,7 +306,7 @@ pub fn run_policy(
                 Rng::for_stream(exp.seed, &format!("monitor/{}", exp.monitors[m].name)),
                 &exp.cost,
             );
-            let policy = entry.config.build(Some(monitor.intervals()));
+            let policy = entry.config.build(Some((monitor.intervals(), mc.emits())));
             let mut fed = MonitorFed { monitor, policy };
             let mut parts: [&mut dyn Participant<Shared>; 2] = [&mut windows, &mut fed];
             drive(

@@ -15,6 +15,13 @@
 //! Keys are the pages' physical addresses (`Machine::phys_addr`) over 2 MiB and index the
 //! translation table directly, so `entries x 2 MiB` bounds the memory tracked: experiments
 //! whose heap is larger are rejected at parse time (`monitors[i].entries`).
+//!
+//! With `skew_pipelines` > 0 (preset `nemo-memtis`) it is MEMTIS-NEMO's telemetry (§5.2,
+//! Listing 1): besides the hot-set counters, `skew_pipelines` pipelines of per-4 KiB
+//! counters (`skew_pages` huge pages each, 512 states per page) swept round-robin over the
+//! heap's huge pages by a second multiplexer, one batch per window. Its snapshots then add
+//! the tracked pages' base-page counts of the window, raw (not scaled), as 4 KiB regions:
+//! `FeedKind::HugeAndBaseCounts`, which MEMTIS reads (docs/techniques/MEMTIS.md).
 
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
@@ -30,6 +37,9 @@ use tierscope_core::{
 use tierscope_nemo::Multiplexer;
 
 const HUGE: u64 = 2 << 20;
+const BASE: u64 = 4096;
+/// Base pages per huge page: the states one skewness region takes.
+const SUBPAGES: u32 = (HUGE / BASE) as u32;
 
 /// Per-2 MiB-page access counters on the memory controllers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +57,10 @@ pub struct NemoConfig {
     /// Counts are divided by this before they are reported (HeMem-NEMO's scaling to
     /// PEBS samples); 1 reports raw counts.
     pub pebs_period: u64,
+    /// Pipelines of per-4 KiB counters for MEMTIS's skewness (§5.2: 7); 0: none.
+    pub skew_pipelines: u32,
+    /// Huge pages each skewness pipeline tracks at once (§5.2: 16, so 8192 states).
+    pub skew_pages: u32,
 }
 
 impl Default for NemoConfig {
@@ -57,18 +71,34 @@ impl Default for NemoConfig {
             entries: 8192,
             states: 8192,
             pebs_period: 5003,
+            skew_pipelines: 0,
+            skew_pages: 16,
         }
     }
 }
 
 impl Technique for NemoConfig {
     fn presets() -> Vec<Preset<Self>> {
-        vec![Preset {
-            name: "nemo-hotset",
-            help: "NEMO per-2 MiB-page counters read every 10 ms, scaled to PEBS period 5003 \
+        vec![
+            Preset {
+                name: "nemo-hotset",
+                help: "NEMO per-2 MiB-page counters read every 10 ms, scaled to PEBS period 5003 \
                    (HeMem-NEMO)",
-            config: NemoConfig::default(),
-        }]
+                config: NemoConfig::default(),
+            },
+            Preset {
+                name: "nemo-memtis",
+                help: "NEMO per-2 MiB-page counters scaled to PEBS period 199, and 7 pipelines of \
+                   per-4 KiB counters over 16 huge pages each swept every 500 ms \
+                   (MEMTIS-NEMO)",
+                config: NemoConfig {
+                    aggr: Duration(500 * NS_PER_MS),
+                    pebs_period: 199,
+                    skew_pipelines: 7,
+                    ..NemoConfig::default()
+                },
+            },
+        ]
     }
 
     fn requires(&self) -> Capabilities {
@@ -78,7 +108,11 @@ impl Technique for NemoConfig {
     /// Its hot-set counters scaled to PEBS samples (HeMem-NEMO reads them as HeMem reads
     /// PEBS).
     fn emits(&self) -> FeedKind {
-        FeedKind::Samples
+        if self.skew_pipelines > 0 {
+            FeedKind::HugeAndBaseCounts
+        } else {
+            FeedKind::Samples
+        }
     }
 
     fn flushes(&self) -> bool {
@@ -110,9 +144,29 @@ impl Technique for NemoConfig {
         if self.pebs_period == 0 {
             return Err(FieldError::new("pebs_period", "must be at least 1"));
         }
+        if self.pipelines + self.skew_pipelines > 8 {
+            return Err(FieldError::new(
+                "skew_pipelines",
+                format!(
+                    "with {} hot-set pipelines at most {} (the prototype's 8 in all)",
+                    self.pipelines,
+                    8u32.saturating_sub(self.pipelines)
+                ),
+            ));
+        }
+        if self.skew_pages == 0 || self.skew_pages > self.entries {
+            return Err(FieldError::new(
+                "skew_pages",
+                format!(
+                    "must be 1 to entries ({}), got {}",
+                    self.entries, self.skew_pages
+                ),
+            ));
+        }
         // The engines' controllers are the prototype's (docs/techniques/NEMO.md): the pipelines
         // must fit its SRAM, or registering them on the first wake would fail.
-        let specs = vec![self.spec(); self.pipelines as usize];
+        let mut specs = vec![self.spec(); self.pipelines as usize];
+        specs.extend(vec![self.skew_spec(); self.skew_pipelines as usize]);
         tierscope_nemo::NemoConfig::prototype().check_fits(&specs)
     }
 
@@ -142,6 +196,15 @@ impl NemoConfig {
             width: 64,
         }
     }
+
+    /// Listing 1's rule: the same key, a counter per 4 KiB base page within it
+    /// (`skew_pages` huge pages of 512 states), reset on read.
+    pub fn skew_spec(&self) -> TelemetrySpec {
+        let mut spec = self.spec();
+        spec.translation.sub = Some(MaskShift::bits(12, 21));
+        spec.states = self.skew_pages * SUBPAGES;
+        spec
+    }
 }
 
 /// One tracked page.
@@ -167,6 +230,12 @@ pub struct NemoMonitor {
     mux: Option<Multiplexer>,
     /// Sorted by key (and so by address: keys are physical page numbers).
     pages: Vec<Page>,
+    /// The skewness counters' multiplexer (`skew_pipelines` > 0).
+    skew_mux: Option<Multiplexer>,
+    /// The base-page counts of the pages read by it this window: (page index, counts
+    /// from `base_counts[at..at + 512]`), reused every window.
+    skew_read: Vec<(usize, usize)>,
+    base_counts: Vec<u64>,
 }
 
 impl NemoMonitor {
@@ -178,6 +247,9 @@ impl NemoMonitor {
             installed: false,
             mux: None,
             pages: Vec::new(),
+            skew_mux: None,
+            skew_read: Vec::new(),
+            base_counts: Vec::new(),
         }
     }
 
@@ -212,10 +284,44 @@ impl NemoMonitor {
             .map(|_| nemo.register(&spec))
             .collect::<Result<Vec<_>, _>>()
             .expect("the rule is valid and fits a prototype controller (validated config)");
-        let keys = self.pages.iter().map(|p| p.key).collect();
-        let mux = Multiplexer::new(nemo, ids, keys).expect("keys within the mask");
-        m.cost_mut().nemo_translation_writes += mux.writes();
+        let keys: Vec<u64> = self.pages.iter().map(|p| p.key).collect();
+        let mux = Multiplexer::new(nemo, ids, keys.clone()).expect("keys within the mask");
+        let mut writes = mux.writes();
         self.mux = Some(mux);
+        if self.cfg.skew_pipelines > 0 {
+            let skew = self.cfg.skew_spec();
+            let ids = (0..self.cfg.skew_pipelines)
+                .map(|_| nemo.register(&skew))
+                .collect::<Result<Vec<_>, _>>()
+                .expect("the rules fit a prototype controller together (validated config)");
+            let mux = Multiplexer::new(nemo, ids, keys).expect("keys within the mask");
+            writes += mux.writes();
+            self.skew_mux = Some(mux);
+        }
+        m.cost_mut().nemo_translation_writes += writes;
+    }
+
+    /// Reads the skewness batch of the window (its base-page counts kept for the report)
+    /// and programs the next.
+    fn scan_skew(&mut self, m: &mut dyn Machine) {
+        let Some(mux) = &mut self.skew_mux else {
+            return;
+        };
+        let (regions, writes_before) = (mux.programmed().len() as u64, mux.writes());
+        let nemo = m.mem_telemetry().expect("installed on this machine");
+        let (pages, read, counts) = (&self.pages, &mut self.skew_read, &mut self.base_counts);
+        read.clear();
+        counts.clear();
+        mux.scan(nemo, |key, states| {
+            if let Ok(i) = pages.binary_search_by_key(&key, |p| p.key) {
+                read.push((i, counts.len()));
+                counts.extend_from_slice(states);
+            }
+        })
+        .expect("programmed keys and regions are valid");
+        let c = m.cost_mut();
+        c.nemo_state_reads += regions * SUBPAGES as u64;
+        c.nemo_translation_writes += mux.writes() - writes_before;
     }
 
     /// Reads the batch programmed during the window, programs the next.
@@ -257,7 +363,25 @@ impl NemoMonitor {
                 age: 0,
             })
             .collect();
-        out.sort_by_key(|r| r.start);
+        for &(i, at) in &self.skew_read {
+            let va = self.pages[i].va;
+            for (j, &c) in self.base_counts[at..at + SUBPAGES as usize]
+                .iter()
+                .enumerate()
+            {
+                if c > 0 {
+                    let start = va + j as u64 * BASE;
+                    out.push(RegionReport {
+                        start,
+                        end: start + BASE,
+                        nr_accesses: c.min(u32::MAX as u64) as u32,
+                        age: 0,
+                    });
+                }
+            }
+        }
+        // By address, a huge page before its base pages.
+        out.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
         out
     }
 }
@@ -277,6 +401,7 @@ impl Monitor for NemoMonitor {
             return None;
         }
         self.scan(m);
+        self.scan_skew(m);
         let snapshot = Snapshot {
             start: self.window_start,
             end: now,
@@ -387,5 +512,18 @@ mod tests {
         // Eight prototype pipelines fill it exactly; 8192 + 1 states each overflow it.
         assert!(fits(&|c| c.pipelines = 8).is_ok());
         assert_eq!(field(&|c| (c.pipelines, c.states) = (8, 8193)), "states");
+        // MEMTIS-NEMO: 1 hot-set + 7 skewness pipelines of 16 x 512 states fill it too;
+        // 17 pages each overflow it, an eighth skewness pipeline passes the 8 in all.
+        let memtis = NemoConfig::presets()[1].config.clone();
+        assert_eq!(memtis.emits(), FeedKind::HugeAndBaseCounts);
+        assert!(memtis.validate().is_ok());
+        let field_of = |f: &dyn Fn(&mut NemoConfig)| {
+            let mut c = memtis.clone();
+            f(&mut c);
+            c.validate().unwrap_err().field
+        };
+        assert_eq!(field_of(&|c| c.skew_pages = 17), "states");
+        assert_eq!(field_of(&|c| c.skew_pages = 0), "skew_pages");
+        assert_eq!(field_of(&|c| c.skew_pipelines = 8), "skew_pipelines");
     }
 }

@@ -10,7 +10,7 @@
 //! policy) and add one line `Foo(foo::FooConfig) = "foo",` to `registry!` in policy/mod.rs.
 
 use crate::policy::Policy;
-use tierscope_core::{FieldError, Intervals, PolicyInput};
+use tierscope_core::{FeedKind, FieldError, Intervals, PolicyInput};
 
 /// What building a policy may use besides its config.
 pub struct PolicyContext {
@@ -18,6 +18,9 @@ pub struct PolicyContext {
     /// DAMOS's access rates are relative to); for a policy not fed by a monitor, its
     /// period as every interval.
     pub intervals: Intervals,
+    /// What the feeding monitor emits (`None` for a policy not fed by a monitor): a policy
+    /// accepting several kinds reads them each its own way (MEMTIS on PEBS or on NEMO).
+    pub feed: Option<FeedKind>,
 }
 
 #[cfg(test)]
@@ -30,6 +33,7 @@ impl PolicyContext {
                 aggr: 100_000_000,
                 ops_update: 1_000_000_000,
             },
+            feed: None,
         }
     }
 }
@@ -197,10 +201,10 @@ impl crate::PolicyConfig {
         self.technique().check_feed(monitor, intervals, duration_ns)
     }
 
-    /// The policy, fed by a monitor running at `intervals` (a policy with a period of its
-    /// own is given that period as every interval).
-    pub fn build(&self, monitor_intervals: Option<Intervals>) -> Box<dyn Policy> {
-        let intervals = monitor_intervals.unwrap_or_else(|| {
+    /// The policy, fed by a monitor running at `intervals` and emitting `feed` (a policy
+    /// with a period of its own is given that period as every interval).
+    pub fn build(&self, monitor: Option<(Intervals, FeedKind)>) -> Box<dyn Policy> {
+        let intervals = monitor.map(|m| m.0).unwrap_or_else(|| {
             let p = self.period_ns().unwrap_or(0);
             Intervals {
                 sample: p,
@@ -208,7 +212,10 @@ impl crate::PolicyConfig {
                 ops_update: p,
             }
         });
-        self.technique().policy(&PolicyContext { intervals })
+        self.technique().policy(&PolicyContext {
+            intervals,
+            feed: monitor.map(|m| m.1),
+        })
     }
 }
 

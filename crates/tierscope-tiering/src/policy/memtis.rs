@@ -19,7 +19,15 @@
 //! The split itself is the migration engine's (`split_huge`): promoting a split block's
 //! base pages cuts its huge page.
 //!
-//! Fed by a `pebs` monitor (the `pebs-memtis` preset: period 199, 4 KiB bins).
+//! Fed by a `pebs` monitor (the `pebs-memtis` preset: period 199, 4 KiB bins), or by NEMO
+//! (MEMTIS-NEMO, NEMO paper §5.2: the `nemo-memtis` preset, `FeedKind::HugeAndBaseCounts`).
+//! On NEMO the huge-page counters, scaled to period 199, are MEMTIS's samples (added up and
+//! cooled as PEBS samples are); the skewness reads each huge page's base-page counts from
+//! the last window NEMO tracked it at 4 KiB, a shape that replaces the previous one. Our
+//! reading of how the two combine: a page's samples are dealt to its base pages in
+//! proportion to that shape (rounded), so the counts MEMTIS scores keep the scale of its
+//! constants (cooling, bin 13) and the shape is NEMO's exact one; a page not yet swept has
+//! no base pages, as an unsampled one has none on PEBS.
 
 use super::counts::PageCounts;
 use super::{coldest_first, promote_with_room, Policy, View};
@@ -67,7 +75,7 @@ impl PolicyTechnique for MemtisConfig {
     }
 
     fn input(&self) -> PolicyInput {
-        PolicyInput::Monitor(&[FeedKind::Samples])
+        PolicyInput::Monitor(&[FeedKind::Samples, FeedKind::HugeAndBaseCounts])
     }
 
     fn check(&self, _tiers: usize) -> Result<(), FieldError> {
@@ -86,8 +94,10 @@ impl PolicyTechnique for MemtisConfig {
         Ok(())
     }
 
-    fn policy(&self, _: &PolicyContext) -> Box<dyn Policy> {
-        Box::new(self.memtis())
+    fn policy(&self, ctx: &PolicyContext) -> Box<dyn Policy> {
+        let mut m = self.memtis();
+        m.nemo = ctx.feed == Some(FeedKind::HugeAndBaseCounts);
+        Box::new(m)
     }
 }
 
@@ -99,6 +109,8 @@ impl MemtisConfig {
             counts: PageCounts::default(),
             next: self.period.0,
             split: BTreeSet::new(),
+            nemo: false,
+            shapes: BTreeMap::new(),
         }
     }
 }
@@ -109,6 +121,10 @@ pub struct Memtis {
     next: Nanos,
     /// Blocks (start addresses) MEMTIS split: their base pages count on their own.
     split: BTreeSet<u64>,
+    /// Fed by NEMO (`HugeAndBaseCounts`): `counts` holds the huge pages' samples and
+    /// `shapes` their base-page counts of the last window each was tracked in.
+    nemo: bool,
+    shapes: BTreeMap<u64, Vec<u64>>,
 }
 
 fn bin(count: u64) -> usize {
@@ -225,8 +241,65 @@ pub fn skew_buckets(counts: &PageCounts, page: u64, capacity: u64) -> Vec<(u64, 
 }
 
 impl Memtis {
-    fn units(&self, all_base: bool) -> Vec<Unit> {
-        units_of(&self.counts, self.config.page.0, &self.split, all_base)
+    fn units(&self, counts: &PageCounts, all_base: bool) -> Vec<Unit> {
+        units_of(counts, self.config.page.0, &self.split, all_base)
+    }
+
+    /// On NEMO, each huge page's samples dealt to its base pages in proportion to its
+    /// last shape (the module docs); `None` on PEBS, whose counts are used as they are.
+    fn dealt(&self) -> Option<PageCounts> {
+        if !self.nemo {
+            return None;
+        }
+        let mut out = PageCounts {
+            since_cooling: self.counts.since_cooling,
+            ..PageCounts::default()
+        };
+        for (&s, &(e, c)) in &self.counts.pages {
+            let shape = self.shapes.get(&s).filter(|_| e - s == self.config.page.0);
+            let total: u64 = shape.map_or(0, |v| v.iter().sum());
+            match shape {
+                Some(v) if total > 0 => {
+                    for (j, &n) in v.iter().enumerate() {
+                        let dealt = (c as u128 * n as u128 + total as u128 / 2) / total as u128;
+                        if dealt > 0 {
+                            let b = s + j as u64 * 4096;
+                            out.pages.insert(b, (b + 4096, dealt as u64));
+                        }
+                    }
+                }
+                _ => {
+                    out.pages.insert(s, (e, c));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// NEMO's snapshot: huge pages' samples added up as PEBS samples are, base pages'
+    /// window counts replacing their huge page's shape.
+    fn observe_nemo(&mut self, snapshot: &Snapshot) {
+        let page = self.config.page.0;
+        let mut last_block = None;
+        for r in snapshot.regions.iter().filter(|r| r.nr_accesses > 0) {
+            let n = u64::from(r.nr_accesses);
+            if r.end - r.start >= page {
+                let e = self.counts.pages.entry(r.start).or_insert((r.end, 0));
+                e.1 += n;
+                self.counts.since_cooling += n;
+                continue;
+            }
+            let block = r.start / page * page;
+            let shape = self
+                .shapes
+                .entry(block)
+                .or_insert_with(|| vec![0; (page / 4096) as usize]);
+            if last_block != Some(block) {
+                shape.fill(0);
+                last_block = Some(block);
+            }
+            shape[((r.start - block) / 4096) as usize] = n;
+        }
     }
 
     /// The fast tier's contents as units (never-sampled ones count 0) below
@@ -300,15 +373,15 @@ impl Memtis {
 impl Memtis {
     /// Splits the most skewed blocks while the fast tier's hit ratio falls short of the
     /// estimated one (module docs).
-    fn choose_splits(&mut self, view: &View, capacity: u64) {
+    fn choose_splits(&self, counts: &PageCounts, view: &View, capacity: u64) -> Vec<u64> {
         let page = self.config.page.0;
-        let base = self.units(true);
+        let base = self.units(counts, true);
         let bp_threshold = Self::threshold_of(&base, capacity);
         if bp_threshold == u64::MAX {
-            return;
+            return vec![];
         }
         let on_fast = |r: AddrRange| view.bytes_off(r, 0) == 0;
-        let units = self.units(false);
+        let units = self.units(counts, false);
         let real: u64 = units
             .iter()
             .filter(|u| on_fast(u.range))
@@ -320,8 +393,9 @@ impl Memtis {
             .map(|u| u.samples)
             .sum();
         let gap = (estimated * 95 / 100).saturating_sub(real);
+        let mut out = vec![];
         if gap == 0 {
-            return;
+            return out;
         }
         let mut candidates = block_skews(&units, &base, bp_threshold, page);
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -330,15 +404,20 @@ impl Memtis {
             if covered >= gap || idx == 0 {
                 break;
             }
-            self.split.insert(block);
+            out.push(block);
             covered += hot_samples;
         }
+        out
     }
 }
 
 impl Policy for Memtis {
     fn observe(&mut self, snapshot: &Snapshot) {
-        self.counts.add(snapshot);
+        if self.nemo {
+            self.observe_nemo(snapshot);
+        } else {
+            self.counts.add(snapshot);
+        }
         if self.counts.since_cooling >= self.config.cooling_samples {
             self.counts.cool();
         }
@@ -351,10 +430,13 @@ impl Policy for Memtis {
     fn act(&mut self, view: &View, out: &mut Vec<Move>) {
         self.next = view.now + self.config.period.0;
         let capacity = view.tiers[0].capacity;
+        let dealt = self.dealt();
+        let counts = dealt.as_ref().unwrap_or(&self.counts);
         if self.config.split {
-            self.choose_splits(view, capacity);
+            let blocks = self.choose_splits(counts, view, capacity);
+            self.split.extend(blocks);
         }
-        let units = self.units(false);
+        let units = self.units(counts, false);
         let threshold = Self::threshold_of(&units, capacity);
         if threshold == u64::MAX {
             return;
@@ -446,6 +528,76 @@ mod tests {
     }
 
     #[test]
+    fn on_nemo_shapes_deal_the_huge_pages_samples_and_split_as_on_pebs() {
+        use tierscope_core::Placement;
+        let mib2 = 2u64 << 20;
+        // The previous test's machine and counts, as NEMO reports them: block A (slow)
+        // 100 samples with a window's shape of 7 requests on base pages 3 and 100, block
+        // B (fast) 400 samples with 1 request on each of 400 base pages. Dealt, A's base
+        // pages get 50 each and B's 1 each: the PEBS test's counts, so the same split.
+        let tiers = super::super::test_tiers(3 << 20);
+        let mut placement = Placement::new(AddrRange::new(0, 8 * mib2), 1, 2);
+        placement.set(AddrRange::new(mib2, 2 * mib2), 0);
+        let region = |start: u64, len: u64, n: u32| RegionReport {
+            start,
+            end: start + len,
+            nr_accesses: n,
+            age: 0,
+        };
+        let view = View {
+            now: 500_000_000,
+            tiers: &tiers,
+            placement: &placement,
+            latency_ns: &[100.0, 100.0],
+        };
+        let mut m = MemtisConfig::default().memtis();
+        m.nemo = true;
+        let mut regions = vec![region(0, mib2, 100), region(mib2, mib2, 400)];
+        // A stale shape of A, replaced by the one below within the same snapshot order.
+        m.observe(&Snapshot {
+            start: 0,
+            end: 1,
+            regions: vec![region(5 * 4096, 4096, 9)],
+        });
+        regions.extend([region(3 * 4096, 4096, 7), region(100 * 4096, 4096, 7)]);
+        regions.extend((512..912).map(|p| region(p * 4096, 4096, 1)));
+        regions.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        m.observe(&Snapshot {
+            start: 1,
+            end: 2,
+            regions,
+        });
+        assert_eq!(m.counts.since_cooling, 500, "only the huge pages count as samples");
+        let dealt = m.dealt().unwrap();
+        assert_eq!(dealt.pages.get(&(3 * 4096)), Some(&(4 * 4096, 50)));
+        assert_eq!(dealt.pages.get(&(5 * 4096)), None, "the stale shape is gone");
+        assert_eq!(dealt.pages.len(), 402);
+        let mut out = vec![];
+        m.act(&view, &mut out);
+        assert_eq!(m.split.iter().copied().collect::<Vec<_>>(), [0]);
+        let up: Vec<AddrRange> = out.iter().filter(|m| m.to == 0).map(|m| m.range).collect();
+        assert_eq!(
+            up,
+            [
+                AddrRange::new(3 * 4096, 4 * 4096),
+                AddrRange::new(100 * 4096, 101 * 4096)
+            ]
+        );
+        // Without shapes (no page swept yet) nothing splits: A stays slow.
+        let mut m = MemtisConfig::default().memtis();
+        m.nemo = true;
+        m.observe(&Snapshot {
+            start: 0,
+            end: 1,
+            regions: vec![region(0, mib2, 100), region(mib2, mib2, 400)],
+        });
+        let mut out = vec![];
+        m.act(&view, &mut out);
+        assert!(m.split.is_empty());
+        assert!(out.iter().all(|m| m.to != 0), "{out:?}");
+    }
+
+    #[test]
     fn threshold_fills_the_fast_tier_from_the_hottest_bin_down() {
         let mut m = MemtisConfig::default().memtis();
         let mib2 = 2u64 << 20;
@@ -464,7 +616,7 @@ mod tests {
             end: 1,
             regions,
         });
-        let units = m.units(false);
+        let units = m.units(&m.counts, false);
         assert_eq!(
             Memtis::threshold_of(&units, 2 * mib2),
             32,
