@@ -4,8 +4,8 @@ of real programs, as the paper made them (docs/techniques/CORI.md, "Real program
 
 The paper traced Rodinia, Coral-2 and ParTI! applications with Intel Pin, keeping the
 last-level cache misses of a simulated cache hierarchy (section II-B). Here small C
-implementations of five of its kernels (programs/cori/: backprop, kmeans, lud, hotspot,
-bfs; our own code of the algorithms Rodinia implements) are built static, run under
+implementations of six of its kernels (programs/cori/: backprop, kmeans, lud, hotspot,
+bfs, bptree; our own code of the algorithms Rodinia implements) are built static, run under
 valgrind lackey on reduced inputs, and their loads and stores go through one last-level
 cache (`LLC`) into cori-sim's model, exactly as `tierscope repro cori` runs the generated
 traces. Each kernel also runs through a larger cache and through none (every load and
@@ -97,6 +97,13 @@ KERNELS: tuple[Kernel, ...] = (
         ("16384", "6"),
         None,
         "16,384 nodes, 6 edges each (Rodinia: graph1MW_6, 1 M nodes)",
+    ),
+    Kernel(
+        "bptree",
+        "bptree (Rodinia)",
+        ("65536", "2000"),
+        None,
+        "2,000 lookups in a tree of 65,536 keys, 256 per node (Rodinia: mil.txt, 1 M keys)",
     ),
 )
 
