@@ -179,3 +179,13 @@ def test_the_report_draws_heatmaps_written_without_png(
     assert (tmp_path / "r" / "heatmap-damon-mod.svg").is_file()
     text = tierscope.write_report(tmp_path / "r").read_text()
     assert 'alt="heatmap of damon-mod" src="data:image/png;base64,' in text
+
+
+def test_a_sweep_with_outputs_checks_the_formats_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(plot.FORMATS_ENV, "png,gif")
+    sweep = {"base": TIERING, "axes": [{"path": "seed", "values": [1, 2]}]}
+    with pytest.raises(OutputError, match="unknown figure format gif"):
+        tierscope.run_sweep(sweep, tmp_path / "s", outputs=True, progress=False)
+    assert not (tmp_path / "s").exists()

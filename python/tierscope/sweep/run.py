@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from tierscope.outdir import Claim
 from tierscope.output import write_output
+from tierscope.plot import figure_formats
 from tierscope.progress import ProgressBar
 from tierscope.results import RunResult
 from tierscope.sweep.local import run_local
@@ -67,6 +68,8 @@ def run_sweep(
     it is refused with `OutputError` while this one runs, and so is a directory holding
     anything but this sweep's store."""
     runs = expand_sweep(source, source_name=source_name, overrides=overrides)
+    if outputs:
+        figure_formats()  # an unknown format in TIERSCOPE_FIGURES: refused before any run
     if only is not None:
         unknown = sorted(set(only) - {r.id for r in runs})
         if unknown:
