@@ -55,6 +55,7 @@ FEED_UNITS = {
     "counter_reads": "counter value\n(the rule's unit)",
     "hint_faults": "NUMA hint faults\nper window",
     "writes": "pages written\nper window",
+    "huge_and_base_counts": "samples (2 MiB pages),\naccesses (4 KiB pages)",
 }
 #: Colours of the truth panel: not hot, hot (binary, no gradient).
 TRUTH_COLOURS = ("white", "#b2182b")
