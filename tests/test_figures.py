@@ -189,3 +189,16 @@ def test_a_sweep_with_outputs_checks_the_formats_first(
     with pytest.raises(OutputError, match="unknown figure format gif"):
         tierscope.run_sweep(sweep, tmp_path / "s", outputs=True, progress=False)
     assert not (tmp_path / "s").exists()
+
+
+def test_every_feed_kind_has_a_colour_scale_unit() -> None:
+    # The feed kinds of tierscope_core::FeedKind (serialized in snake_case): a new one
+    # without a unit here would colour its heatmaps as bare "nr_accesses".
+    import re
+
+    source = (Path(__file__).parent.parent / "crates/tierscope-core/src/feed.rs").read_text()
+    body = source.split("pub enum FeedKind {", 1)[1].split("\n}", 1)[0]
+    variants = re.findall(r"^\s{4}([A-Z]\w*),", body, re.M)
+    kinds = {re.sub(r"(?<!^)([A-Z])", r"_\1", v).lower() for v in variants}
+    assert "access_checks" in kinds and len(kinds) >= 6
+    assert kinds == set(plot.FEED_UNITS)
