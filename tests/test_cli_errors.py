@@ -164,6 +164,7 @@ def test_help(workdir: Path, argv: list[str]) -> None:
             "--out",
             "--threads",
             "--paging-levels",
+            "--host-page-size",
         ):
             assert option in proc.stdout
         # Every preset and engine of the registry, with its help line.
@@ -180,6 +181,16 @@ def test_bad_paging_levels_names_the_option(workdir: Path) -> None:
         "run", "--masim", "tiny.cfg", "--paging-levels", "3", "--out", "out", cwd=workdir
     )
     assert_bad_input(proc, "command line: --paging-levels: machine.paging_levels:", "4 or 5")
+    assert_nothing_written(workdir)
+
+
+def test_bad_host_page_size_names_the_option(workdir: Path) -> None:
+    proc = run_cli(
+        "run", "--masim", "tiny.cfg", "--host-page-size", "64KiB", "--out", "out", cwd=workdir
+    )
+    assert_bad_input(
+        proc, "command line: --host-page-size: machine.host_page_size:", "not supported"
+    )
     assert_nothing_written(workdir)
 
 

@@ -172,6 +172,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="page size of the workload's memory: 4KiB or 2MiB (THP); default 4KiB",
     )
     q.add_argument(
+        "--host-page-size",
+        metavar="SIZE",
+        help="bare-metal (default), or the host page size backing a virtual machine's "
+        "memory under nested paging: 4KiB, 2MiB or 1GiB (engines exact and stat; "
+        "docs/models/MACHINE.md)",
+    )
+    q.add_argument(
         "--engine",
         help="machine: exact (default), stat or kvm (listed below; docs/models/KVM.md)",
     )
@@ -228,6 +235,7 @@ QUICK_DEFAULTS: dict[str, Any] = {
     "rate": "10M/s",
     "duration": None,
     "page_size": "4KiB",
+    "host_page_size": None,
     "engine": "exact",
     "paging_levels": None,
     "seed": 1,
@@ -278,6 +286,8 @@ def quick_experiment(args: argparse.Namespace) -> dict[str, Any]:
     machine: dict[str, Any] = {"engine": args.engine, "page_size": args.page_size}
     if args.paging_levels is not None:
         machine["paging_levels"] = args.paging_levels
+    if args.host_page_size is not None:
+        machine["host_page_size"] = args.host_page_size
     exp: dict[str, Any] = {
         "name": args.name or masim.stem,
         "seed": args.seed,
@@ -302,6 +312,7 @@ OPTION_OF_FIELD = {
     "machine.engine": "--engine",
     "machine.page_size": "--page-size",
     "machine.paging_levels": "--paging-levels",
+    "machine.host_page_size": "--host-page-size",
     "workload.masim": "--masim",
     "workload.rate": "--rate",
     "monitors": "--monitor",
