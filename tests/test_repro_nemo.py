@@ -14,7 +14,13 @@ from tierscope.studies import nemo
 def check_quick_repro(out: Path) -> None:
     """What `tierscope repro nemo --quick --out OUT` must have written to OUT."""
     text = (out / "repro.md").read_text()
-    for heading in ("hot-set recovery", "THP split candidates", "noisy neighbour", "1 s sweep"):
+    for heading in (
+        "hot-set recovery",
+        "THP split candidates",
+        "MEMTIS (Figure 6)",
+        "noisy neighbour",
+        "1 s sweep",
+    ):
         assert heading in text
     report = json.loads((out / "repro.json").read_text())
     hot = {r["technique"]: r for r in report["hotset"]}
@@ -29,6 +35,19 @@ def check_quick_repro(out: Path) -> None:
     for r in thp:
         assert sum(r["buckets"]) == sum(thp[0]["buckets"])
     assert [r["technique"] for r in report["noisy"]][:2] == ["victim alone", "unthrottled"]
+    # MEMTIS end to end (Figure 6): PEBS and NEMO, with and without splits, and the oracle;
+    # every run at least as fast as all-slow, the splitting ones split most (HugeOnly
+    # splits only where the rate limit cuts a move inside a huge page).
+    assert {r["ratio"] for r in report["memtis"]} == {"1:2", "1:8"}
+    e2e = {r["technique"]: r for r in report["memtis"] if r["ratio"] == "1:8"}
+    assert set(e2e) == {
+        f"{p}@{m}" for p in ("memtis", "memtis-hugeonly") for m in ("pebs-memtis", "nemo-memtis")
+    } | {"oracle"}
+    assert all(r["speedup_over_slow"] >= 1.0 - 1e-9 for r in e2e.values())
+    for m in ("pebs-memtis", "nemo-memtis"):
+        assert e2e[f"memtis@{m}"]["splits"] > e2e[f"memtis-hugeonly@{m}"]["splits"]
+    assert report["derived"]["memtis"][0]["nemo_over_pebs"] is not None
+    assert report["derived"]["memtis_nemo_split_gain_1_8_over_1_2"] is not None
 
 
 # The run takes ~45 s: tests/test_wheel.py makes it from the installed wheel (the quickest

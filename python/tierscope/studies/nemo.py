@@ -9,6 +9,9 @@ modelled (docs/techniques/NEMO.md says how, and where ours and the paper's diffe
    fed by PEBS or by NEMO's per-4 KiB counters swept 112 huge pages per 500 ms; seconds
    until 95 % of the split candidates are scored within one bucket of the truth, at fast
    tiers of 1:2 and 1:8; each technique's CPU.
+2b. MEMTIS end to end (5.2, Figure 6): experiments/nemo/memtis-split-1to8.toml at fast
+   tiers of 1:2, 1:4 and 1:8, MEMTIS fed by PEBS or NEMO, with and without splits; each
+   run's speed-up over all-slow and its telemetry CPU.
 3. Noisy neighbour (5.3): the victim's p99 latency increase and the telemetry's CPU with
    the neighbour throttled by NEMO notifications or by MBM polling at 1-100 ms.
 4. Beyond the paper: the state SRAM a sweep of 1 TB and 5 TB in 1 s needs.
@@ -43,12 +46,20 @@ PAPER = {
     "hotset": "HeMem-PEBS recovers in 324 s, HeMem-NEMO in 67 s (4.8x), NEMO at 0.89 % CPU",
     "thp": "95 % of the split candidates: MEMTIS-NEMO ~150 s at every ratio, MEMTIS-PEBS up "
     "to 10.4x slower as the fast tier shrinks (1:6, 1:8); MEMTIS-NEMO 1.67 % CPU for NEMO",
+    "memtis": "Silo's throughput, MEMTIS-NEMO over MEMTIS-PEBS: +13 % at 1:8 (up to 1.13x); "
+    "the gain of NEMO's splits over NEMO-HugeOnly widens as the fast tier shrinks",
     "noisy": "p99 increase: unthrottled +22 %, NEMO +5.2 % at 0.09 % CPU, MBM 1 ms +5.5 % at "
     "32 % CPU, MBM 100 ms +13 % at 0.7 % CPU; bandwidth within 0.1 %",
 }
 
 #: Fast-tier shares of the THP case: 1:2 and 1:8.
 THP_RATIOS = {"1:2": 1 / 3, "1:8": 1 / 9}
+
+#: Fast-tier capacities of the MEMTIS end-to-end runs: 1/3, 1/5 and 1/9 of the 2,290 MiB
+#: heap of experiments/nemo/memtis-split-1to8.toml (its sweep file has the same).
+MEMTIS_RATIOS = {"1:2": "763MiB", "1:4": "458MiB", "1:8": "254MiB"}
+#: Quick: the store at 1/8 of its size (a 288 MiB heap), 1:2 and 1:8, 4 s.
+MEMTIS_QUICK = {"1:2": "96MiB", "1:8": "32MiB"}
 
 
 def hotset(
@@ -79,6 +90,33 @@ def hotset(
             }
         )
     return rows, result
+
+
+def memtis(quick: bool, overrides: Overrides = ()) -> list[dict[str, Any]]:
+    """Use case 2 end to end: per fast-tier ratio and policy run, the speed-up over
+    all-slow, the fast tier's hit ratio, the huge pages split and the telemetry CPU."""
+    rows = []
+    for ratio, capacity in (MEMTIS_QUICK if quick else MEMTIS_RATIOS).items():
+        sets = [("tiering.tiers[0].capacity", capacity)]
+        if quick:
+            sets += [("workload.kv.keys", "1500000"), ("warmup", "1s")]
+        doc = _document("memtis-split-1to8.toml", 4.0 if quick else None)
+        exp = load_experiment(
+            doc, source_name="memtis-split-1to8.toml", overrides=[*sets, *overrides]
+        )
+        result = run(exp, progress=False)
+        for name, p in result.policies.items():
+            rows.append(
+                {
+                    "ratio": ratio,
+                    "technique": name,
+                    "speedup_over_slow": p.summary.get("speedup_over_slow"),
+                    "fast_hit_ratio": p.summary.get("fast_hit_ratio"),
+                    "splits": p.migration.get("splits"),
+                    "cpu_percent": _cpu(p.summary, result.experiment.duration_ns),
+                }
+            )
+    return rows
 
 
 def _document(name: str, duration_s: float | None) -> dict[str, Any]:
@@ -194,6 +232,21 @@ def render(report: dict[str, Any]) -> str:
             for r in report["thp"]
         ],
     )
+    lines += ["", "## Use case 2 end to end: MEMTIS (Figure 6)", f"Paper: {PAPER['memtis']}.", ""]
+    lines += _table(
+        ["ratio", "technique", "speed-up over all-slow", "fast hit ratio", "splits", "cpu %"],
+        [
+            [
+                r["ratio"],
+                r["technique"],
+                _fmt(r["speedup_over_slow"], ".3f"),
+                _fmt(r["fast_hit_ratio"], ".3f"),
+                _fmt(r["splits"], "d"),
+                _fmt(r["cpu_percent"], ".2f"),
+            ]
+            for r in report["memtis"]
+        ],
+    )
     lines += ["", "## Use case 3: noisy neighbour", f"Paper: {PAPER['noisy']}.", ""]
     lines += _table(
         ["technique", "victim p99 (ns)", "p99 increase", "cpu %", "detection (ms)", "bw error"],
@@ -239,6 +292,7 @@ def main(out: Path, quick: bool = False, force: bool = False) -> dict[str, Any]:
             "paper": PAPER,
             "hotset": hot_rows,
             "thp": thp(20.0 if quick else None),
+            "memtis": memtis(quick),
             "noisy": _core.nemo_noisy_neighbour(duration_s=2.0 if quick else 10.0),
             "sram": sram_table(),
         }

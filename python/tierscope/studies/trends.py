@@ -380,6 +380,9 @@ def nemo(report: dict[str, Any]) -> dict[str, Any]:
       candidates over MEMTIS-NEMO's, and the candidates MEMTIS-NEMO found at the end over
       MEMTIS-PEBS's; per ratio and technique, the share of huge pages whose score ended at
       16 or more, and at 0; MEMTIS-PEBS's (and MEMTIS-NEMO's) seconds at 1:8 over 1:2;
+    - MEMTIS end to end: per fast-tier ratio, MEMTIS-NEMO's speed-up over all-slow over
+      MEMTIS-PEBS's (both splitting), and each one's over its HugeOnly run (what splitting
+      gains); the greatest NEMO-over-PEBS; NEMO's splitting gain at 1:8 over 1:2;
     - noisy neighbour: MBM's telemetry CPU at 1 ms over NEMO's (notify emulated by polls,
       the paper's prototype), NEMO's p99 increase over MBM's at 1 ms, MBM's detection time
       at 100 ms over 1 ms; the worst bandwidth error of any technique.
@@ -423,6 +426,27 @@ def nemo(report: dict[str, Any]) -> dict[str, Any]:
     def growth(t: str) -> float | None:
         return _ratio(thp_get("1:8", t, "found_95_s"), thp_get("1:2", t, "found_95_s"))
 
+    e2e = report.get("memtis") or []
+
+    def e2e_get(ratio: str, t: str) -> float | None:
+        return _get(_pick(e2e, ratio=ratio, technique=t), "speedup_over_slow")
+
+    memtis_rows = [
+        {
+            "ratio": ratio,
+            "nemo_over_pebs": _ratio(
+                e2e_get(ratio, "memtis@nemo-memtis"), e2e_get(ratio, "memtis@pebs-memtis")
+            ),
+            "nemo_split_gain": _ratio(
+                e2e_get(ratio, "memtis@nemo-memtis"), e2e_get(ratio, "memtis-hugeonly@nemo-memtis")
+            ),
+            "pebs_split_gain": _ratio(
+                e2e_get(ratio, "memtis@pebs-memtis"), e2e_get(ratio, "memtis-hugeonly@pebs-memtis")
+            ),
+        }
+        for ratio in dict.fromkeys(r["ratio"] for r in e2e)
+    ]
+    gain = {r["ratio"]: r["nemo_split_gain"] for r in memtis_rows}
     noisy = report["noisy"]
     mbm = _pick(noisy, technique="MBM 1 ms")
     mbm100 = _pick(noisy, technique="MBM 100 ms")
@@ -443,6 +467,9 @@ def nemo(report: dict[str, Any]) -> dict[str, Any]:
         "thp_1_8_over_1_2": [
             {"technique": t, "ratio": growth(t)} for t in ("memtis-pebs", "memtis-nemo")
         ],
+        "memtis": memtis_rows,
+        "memtis_nemo_over_pebs_max": _max(r["nemo_over_pebs"] for r in memtis_rows),
+        "memtis_nemo_split_gain_1_8_over_1_2": _ratio(gain.get("1:8"), gain.get("1:2")),
         "noisy_mbm_1ms_over_nemo_cpu": _ratio(_get(mbm, "cpu_share"), _get(polled, "cpu_share")),
         "noisy_nemo_over_mbm_1ms_p99": _ratio(
             _get(polled, "p99_increase"), _get(mbm, "p99_increase")
