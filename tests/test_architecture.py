@@ -90,3 +90,20 @@ def test_every_technique_and_policy_has_a_page() -> None:
     assert len(implementing) == len(registered), (implementing, sorted(registered))
     missing = sorted(n for n in implementing if n not in pages)
     assert not missing, f"no page under docs/techniques/ names {missing}"
+
+
+def enum_variants(source: str, name: str) -> list[str]:
+    """The variants of `pub enum NAME { ... }` in a Rust source (doc comments skipped)."""
+    body = source.split(f"pub enum {name} {{", 1)[1].split("\n}", 1)[0]
+    return re.findall(r"^\s{4}([A-Z]\w*)\b", body, flags=re.M)
+
+
+def test_every_feed_kind_and_policy_input_is_named() -> None:
+    # Typed feeds: what a monitor emits (FeedKind) and what a policy accepts (PolicyInput).
+    t = text()
+    feed = (ROOT / "crates/tierscope-core/src/feed.rs").read_text(encoding="utf-8")
+    for enum in ("FeedKind", "PolicyInput"):
+        variants = enum_variants(feed, enum)
+        assert len(variants) >= 4, (enum, variants)
+        missing = [v for v in variants if f"`{v}`" not in t and f"`{v}(" not in t]
+        assert not missing, f"docs/ARCHITECTURE.md does not name the {enum}s {missing}"
