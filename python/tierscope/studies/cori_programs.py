@@ -12,8 +12,10 @@ traces. Each kernel also runs through a larger cache and through none (every loa
 store a request): the cache's size is our assumption, the paper gives none.
 
 Writes DIR/repro.md, DIR/repro.json (rows as `repro cori`'s, per cache; `derived` is the
-main cache's summary, `sensitivity` the others') and DIR/traces/KERNEL.trace (the main
-cache's misses in cori-sim's format, for `tierscope tune --trace`). Needs the source tree
+main cache's summary, `sensitivity` the others'), DIR/figure3-KERNEL.png (the main cache's
+reuse bars above both schedulers' curves, as `repro cori` draws them) and
+DIR/traces/KERNEL.trace (the main cache's misses in cori-sim's format, for `tierscope tune
+--trace`). Needs the source tree
 (programs/cori/), a C compiler (musl-gcc, else gcc; `make musl` installs it) and valgrind.
 """
 
@@ -283,10 +285,14 @@ def main(
             "sensitivity": {name: by_cache[name] for name in SENSITIVITY},
         }
         with claim.stage() as staging:
+            for name in traces:
+                these = [r for r in rows if r["llc"] == MAIN and r["workload"] == name]
+                if these:
+                    cori.plot_figure3(these, staging / f"figure3-{name}.png")
             (staging / "traces").mkdir()
             for name, t in traces.items():
                 t.write(staging / "traces" / f"{name}.trace")
             (staging / "repro.md").write_text(text + "\n")
             (staging / "repro.json").write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"\nwrote {out}/repro.md, repro.json, traces/")
+    print(f"\nwrote {out}/repro.md, repro.json, figure3-*.png, traces/")
     return 0
