@@ -47,7 +47,8 @@ browser:
 
 # Debian's musl-gcc, which builds the static programs the kvm engine runs in its tests
 # (programs/, crates/tierscope-kvm/tests/program.rs), and valgrind, whose lackey traces
-# them (tests/test_traces.py); without them those tests skip (or, in Rust, fail saying so).
+# them (tests/test_traces.py) and the Cori kernels (programs/cori/, `make cori-programs`,
+# tests/test_cori_programs.py); without them those tests skip (or, in Rust, fail saying so).
 musl:
 	@(command -v musl-gcc && command -v valgrind) >/dev/null 2>&1 || (apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools valgrind >/dev/null) || \
