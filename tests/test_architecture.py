@@ -1,7 +1,8 @@
-"""docs/ARCHITECTURE.md stays true: it names every registered monitor type, policy and
-engine, every crate and every technique's and policy's source file, every document under
-docs/, and every path it cites exists. A registry entry, a source file or a document added
-without a word in it fails here."""
+"""docs/ARCHITECTURE.md stays true: it names every registered monitor type, policy,
+engine and tier preset, every feed kind and policy input, every crate and every
+technique's and policy's source file, every document under docs/, and every path it cites
+exists; and every technique and policy has a page under docs/techniques/. A registry
+entry, a source file or a document added without a word in it fails here."""
 
 from __future__ import annotations
 
@@ -23,7 +24,13 @@ def test_every_registered_component_is_named() -> None:
     kinds = {p["type"] for p in _core.monitor_presets()}
     policies = {p["name"] for p in _core.policies()}
     engines = {e["name"] for e in _core.engines()}
-    for what, names in [("monitor type", kinds), ("policy", policies), ("engine", engines)]:
+    tiers = {p["name"] for p in _core.tier_presets()}
+    for what, names in [
+        ("monitor type", kinds),
+        ("policy", policies),
+        ("engine", engines),
+        ("tier preset", tiers),
+    ]:
         missing = sorted(n for n in names if f"`{n}`" not in t)
         assert not missing, f"docs/ARCHITECTURE.md does not name the {what}s {missing}"
 
