@@ -1,19 +1,20 @@
 """Cori on real programs (tierscope.studies.cori_programs, docs/techniques/CORI.md "Real
 programs"): a tiny input of one kernel built, traced by valgrind lackey, filtered through
-the last-level cache and run through Cori. Skipped where valgrind or a C compiler is
-missing (`make musl` installs them)."""
+the last-level cache and run through Cori (skipped where valgrind or a C compiler is
+missing: `make musl` installs them); without valgrind the study exits 2 saying so."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tierscope import _core
+from tierscope import _core, cli
 from tierscope.studies import cori, cori_programs
 
 REASON = cori_programs.missing()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
+needs_tools = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 
 #: backprop with 512 input units: 16 strides over a 513 x 17 float matrix (35 KiB) in the
 #: forward pass, 16 over it and its momentum matrix when adjusting.
@@ -34,6 +35,7 @@ def backprop(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[_core.
     return traced(tmp_path_factory.mktemp("backprop"))
 
 
+@needs_tools
 def test_a_kernel_traced_through_a_cache_gives_cori_its_candidates(
     backprop: tuple[int, list[_core.CoriTrace]],
 ) -> None:
@@ -66,6 +68,7 @@ def test_a_kernel_traced_through_a_cache_gives_cori_its_candidates(
         assert r["cori_slowdown_pct"] > -5.0
 
 
+@needs_tools
 def test_the_same_program_gives_the_same_trace_and_numbers(
     backprop: tuple[int, list[_core.CoriTrace]], tmp_path: Path
 ) -> None:
@@ -85,3 +88,15 @@ def test_the_same_program_gives_the_same_trace_and_numbers(
 def test_a_cache_shape_nemo_refuses_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(_core.ConfigError, match="power of two"):
         _core.CoriTrace.from_lackey(tmp_path / "none.lackey", [(3000, 4)])
+
+
+def test_without_valgrind_the_study_says_so_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda cmd: None if cmd == "valgrind" else real(cmd))
+    assert cori_programs.missing() == "repro cori-programs needs valgrind (`make musl` installs it)"
+    out = tmp_path / "out"
+    assert cli.main(["repro", "cori-programs", "--out", str(out)]) == 2
+    assert "needs valgrind" in capsys.readouterr().err
+    assert not out.exists()
