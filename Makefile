@@ -54,7 +54,23 @@ musl:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools valgrind >/dev/null) || \
 		echo "musl-tools or valgrind could not be installed: the program tests will be skipped"
 
-test: build-test browser musl
+# Debian's redis-server, redis-tools (redis-benchmark), memcached, valgrind and gcc, which
+# `tierscope measure apps` runs natively (docs/models/TIERING.md section 4.1); without them
+# tests/test_measure_apps.py skips its native run with the reason.
+.PHONY: apps measure-apps
+apps:
+	@(command -v redis-server && command -v redis-benchmark && command -v memcached && \
+		command -v valgrind && command -v gcc) >/dev/null 2>&1 || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools \
+		memcached valgrind gcc >/dev/null) || \
+		echo "redis, memcached, valgrind or gcc could not be installed: measure-apps cannot run"
+
+# The application model measured on real Redis and memcached (about 10 minutes on 2 cores):
+# experiments/tiering/apps/*.toml, each number with its command, date and machine.
+measure-apps: build apps
+	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
+
+test: build-test browser musl apps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --profile $(TEST_PROFILE)

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from tierscope.cli import compare as compare_cmd
+from tierscope.cli import measure as measure_cmd
 from tierscope.cli import report as report_cmd
 from tierscope.cli import repro as repro_cmd
 from tierscope.cli import run as run_cmd
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run_cmd.register(sub)
     compare_cmd.register(sub)
+    measure_cmd.register(sub)
     repro_cmd.register(sub)
     report_cmd.register(sub)
     sweep_cmd.register(sub)

@@ -102,6 +102,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"{', '.join(telescope_tiering.EXPERIMENTS)} (telescope-tiering)",
     )
     p.add_argument(
+        "--app",
+        choices=["default", "measured"],
+        default="default",
+        help="telescope-tiering: the application model, purely memory-bound (default) or "
+        "measured on real memcached and Redis (experiments/tiering/measured/)",
+    )
+    p.add_argument(
         "--threads", type=int, default=0, metavar="N", help="runs at once (0: one per core)"
     )
     p.add_argument(
@@ -190,6 +197,7 @@ def main(args: argparse.Namespace) -> int:
             jobs=args.threads,
             progress=not args.quiet,
             quick=args.quick,
+            app=args.app,
         )
     return telescope.main(
         out,

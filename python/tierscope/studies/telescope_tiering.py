@@ -56,9 +56,16 @@ PAPER_IMPROVEMENT: dict[str, str] = {
 QUICK_DURATION = "6s"
 
 
-def sweep(quick: bool = False) -> dict[str, Any]:
+#: `app`: which application model the experiments use: `default` (purely memory-bound,
+#: experiments/tiering/NAME.toml) or `measured` (on real memcached and Redis here,
+#: experiments/tiering/measured/NAME.toml; docs/models/TIERING.md section 4.1).
+APP_MODELS = {"default": TIERING_DIR, "measured": TIERING_DIR / "measured"}
+
+
+def sweep(quick: bool = False, app: str = "default") -> dict[str, Any]:
     """Both experiments as one sweep over named bases (run ids `base=NAME`)."""
-    out: dict[str, Any] = {"bases": {n: str(TIERING_DIR / f"{n}.toml") for n in EXPERIMENTS}}
+    folder = APP_MODELS[app]
+    out: dict[str, Any] = {"bases": {n: str(folder / f"{n}.toml") for n in EXPERIMENTS}}
     if quick:
         out["set"] = {
             "duration": QUICK_DURATION,
@@ -136,9 +143,10 @@ def main(
     jobs: int,
     progress: bool,
     quick: bool = False,
+    app: str = "default",
 ) -> int:
     """Runs the experiments named by `only` (default both) into the store `out` and
-    writes the tables; `quick`: every run `QUICK_DURATION` long."""
+    writes the tables; `quick`: every run `QUICK_DURATION` long; `app`: APP_MODELS."""
     from tierscope import load, run_sweep
     from tierscope.experiment import config_error
 
@@ -152,7 +160,7 @@ def main(
     # DIR (a sweep store, with the tables beside it) is claimed and locked throughout.
     with claim_store(out, adopt=("repro.md", "repro.json")) as claim:
         outcome = run_sweep(
-            sweep(quick),
+            sweep(quick, app),
             out,
             executor=executor,
             jobs=jobs,

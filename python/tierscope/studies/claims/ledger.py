@@ -116,6 +116,12 @@ MEASURES: dict[str, Measure] = {
         "tierscope repro telescope-tiering --out DIR --quiet",
         quick="tierscope repro telescope-tiering --quick --out DIR --quiet",
     ),
+    # The same with the application model measured on real memcached and Redis
+    # (experiments/tiering/apps/, docs/models/TIERING.md section 4.1).
+    "telescope-tiering-measured": Measure(
+        "tierscope repro telescope-tiering --app measured --out DIR --quiet",
+        quick="tierscope repro telescope-tiering --app measured --quick --out DIR --quiet",
+    ),
     "nemo": Measure(
         "tierscope repro nemo --out DIR", quick="tierscope repro nemo --quick --out DIR"
     ),

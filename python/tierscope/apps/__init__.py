@@ -1,0 +1,1 @@
+"""Real programs measured for the model's inputs: `tierscope measure apps` (measure.py)."""
