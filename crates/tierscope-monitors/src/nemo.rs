@@ -216,8 +216,6 @@ struct Page {
     samples: u64,
     /// Accesses not yet turned into a scaled sample (below `pebs_period`).
     residue: u64,
-    /// Windows since the page was last read; `None` before the first read.
-    age: Option<u32>,
 }
 
 pub struct NemoMonitor {
@@ -230,6 +228,10 @@ pub struct NemoMonitor {
     mux: Option<Multiplexer>,
     /// Sorted by key (and so by address: keys are physical page numbers).
     pages: Vec<Page>,
+    /// Indices into `pages` of those read by the last scan, ascending: the window's
+    /// reports (a scan reads a batch of the pages; visiting all of them every window
+    /// cost more than the rest of a terabyte run).
+    read_now: Vec<usize>,
     /// The skewness counters' multiplexer (`skew_pipelines` > 0).
     skew_mux: Option<Multiplexer>,
     /// The base-page counts of the pages read by it this window: (page index, counts
@@ -247,6 +249,7 @@ impl NemoMonitor {
             installed: false,
             mux: None,
             pages: Vec::new(),
+            read_now: Vec::new(),
             skew_mux: None,
             skew_read: Vec::new(),
             base_counts: Vec::new(),
@@ -267,7 +270,6 @@ impl NemoMonitor {
                             key: pa >> 21,
                             samples: 0,
                             residue: 0,
-                            age: None,
                         });
                     }
                 }
@@ -327,22 +329,24 @@ impl NemoMonitor {
     /// Reads the batch programmed during the window, programs the next.
     fn scan(&mut self, m: &mut dyn Machine) {
         let Some(mux) = &mut self.mux else { return };
-        for p in &mut self.pages {
-            p.age = p.age.map(|a| a + 1);
-        }
         let (before, writes_before) = (mux.programmed().len() as u64, mux.writes());
         let nemo = m.mem_telemetry().expect("installed on this machine");
-        let pages = &mut self.pages;
+        let (pages, read) = (&mut self.pages, &mut self.read_now);
+        read.clear();
         let period = self.cfg.pebs_period;
+        let mut next = 0;
         mux.scan(nemo, |key, states| {
-            if let Ok(i) = pages.binary_search_by_key(&key, |p| p.key) {
+            if let Some(i) = page_of(pages, key, next) {
+                next = i + 1;
                 let p = &mut pages[i];
                 let total = p.residue + states[0];
                 (p.samples, p.residue) = (total / period, total % period);
-                p.age = Some(0);
+                read.push(i);
             }
         })
         .expect("programmed keys and regions are valid");
+        read.sort_unstable();
+        read.dedup();
         let c = m.cost_mut();
         c.nemo_state_reads += before;
         c.nemo_translation_writes += mux.writes() - writes_before;
@@ -353,9 +357,10 @@ impl NemoMonitor {
     /// read every 10 ms would otherwise report every one of them every window).
     fn report(&self) -> Vec<RegionReport> {
         let mut out: Vec<RegionReport> = self
-            .pages
+            .read_now
             .iter()
-            .filter(|p| p.age == Some(0) && p.samples > 0)
+            .map(|&i| &self.pages[i])
+            .filter(|p| p.samples > 0)
             .map(|p| RegionReport {
                 start: p.va,
                 end: p.va + HUGE,
@@ -384,6 +389,17 @@ impl NemoMonitor {
         out.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
         out
     }
+}
+
+/// The index of the page with `key` in `pages` (sorted by key), tried at `hint` first: the
+/// multiplexer programs its keys, which are the pages', in order, so a scan visits
+/// consecutive pages and a binary search over a terabyte's pages (16 MiB) is a chain of
+/// cache misses per key.
+fn page_of(pages: &[Page], key: u64, hint: usize) -> Option<usize> {
+    if pages.get(hint).is_some_and(|p| p.key == key) {
+        return Some(hint);
+    }
+    pages.binary_search_by_key(&key, |p| p.key).ok()
 }
 
 impl Monitor for NemoMonitor {
@@ -463,7 +479,7 @@ mod tests {
                 continue;
             };
             // Only the pages read this window, each with its count.
-            let read: Vec<usize> = (0..20).filter(|&i| mon.pages[i].age == Some(0)).collect();
+            let read = mon.read_now.clone();
             assert_eq!(s.regions.len(), read.len());
             for (r, &i) in s.regions.iter().zip(&read) {
                 assert_eq!(r.start, mon.pages[i].va);

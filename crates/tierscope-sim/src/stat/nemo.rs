@@ -35,11 +35,29 @@ fn overlaps(a: AddrRange, b: AddrRange) -> bool {
     a.start < b.end && b.start < a.end
 }
 
+/// The positions of the set bits of `words`, ascending.
+fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(i, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            (w != 0).then(|| {
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                i * 64 + b
+            })
+        })
+    })
+}
+
 /// What the statistical engine keeps per telemetry (its spec is in [`Slots`]).
 #[derive(Debug, Clone)]
 struct Expected {
     /// Primary key -> base state index, direct-mapped like the hardware table.
     table: Vec<Option<u64>>,
+    /// One bit per key of `table`, set where it holds an entry: accounting visits the
+    /// programmed keys (a few thousand) in key order without scanning the table (2^19
+    /// entries for a terabyte heap, every time the engine advances).
+    programmed: Vec<u64>,
     /// Expected requests of random patterns counted into each state since it was last
     /// reset, times the operand (signed by the op at read).
     expected: Vec<f64>,
@@ -164,8 +182,8 @@ impl StatNemo {
                 Some(s) => (s.shift, s.max() + 1),
                 None => (primary.shift, 1),
             };
-            for (key, base) in t.table.iter().enumerate() {
-                let Some(base) = *base else { continue };
+            for key in set_bits(&t.programmed) {
+                let base = t.table[key].expect("a programmed key has an entry");
                 for alias in 0..aliases {
                     let region_pa = (alias << top) | ((key as u64) << primary.shift);
                     for j in 0..span {
@@ -208,6 +226,7 @@ impl MemTelemetry for StatNemo {
         check_supported(spec)?;
         let expected = Expected {
             table: vec![None; spec.entries as usize],
+            programmed: vec![0; (spec.entries as usize).div_ceil(64)],
             expected: vec![0.0; spec.states as usize],
             swept: vec![0.0; spec.states as usize],
         };
@@ -230,12 +249,14 @@ impl MemTelemetry for StatNemo {
     ) -> Result<(), DriverError> {
         let (base, installed) = self.telemetries.with_translation(t, key, region_idx)?;
         installed.table[key as usize] = Some(base);
+        installed.programmed[key as usize / 64] |= 1 << (key % 64);
         Ok(())
     }
 
     fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
         let (_, installed) = self.telemetries.with_key(t, key)?;
         installed.table[key as usize] = None;
+        installed.programmed[key as usize / 64] &= !(1 << (key % 64));
         Ok(())
     }
 
