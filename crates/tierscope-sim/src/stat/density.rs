@@ -286,7 +286,9 @@ impl Schedule {
             return self.totals[pattern as usize];
         }
         let list = &self.by_pattern[pattern as usize];
-        let k = list.partition_point(|&(j, _)| self.segments[j as usize].first < i);
+        let k = partition_point_near(list, self.guess(list.len(), i), |&(j, _)| {
+            self.segments[j as usize].first < i
+        });
         if k == 0 {
             return 0;
         }
@@ -297,8 +299,54 @@ impl Schedule {
 
     /// Index of the first segment that ends after access `i`.
     pub fn find(&self, i: u64) -> usize {
-        self.segments.partition_point(|s| s.end() <= i)
+        let guess = self.guess(self.segments.len(), i);
+        partition_point_near(&self.segments, guess, |s| s.end() <= i)
     }
+
+    /// Where access `i` falls in a list of `len` items spread over the accesses issued so
+    /// far in proportion to time (segments, or one pattern's segments): a search's start.
+    fn guess(&self, len: usize, i: u64) -> usize {
+        if self.issued == 0 {
+            return 0;
+        }
+        (len as f64 * (i.min(self.issued) as f64 / self.issued as f64)) as usize
+    }
+}
+
+/// `slice.partition_point(pred)`, found by galloping out from `guess` and then bisecting
+/// the bracket: O(log d) probes for an answer `d` items from the guess. A run's
+/// segments grow with its length (hundreds of thousands of them over 40 minutes), and
+/// bisecting all of them from the middle costs a chain of cache misses per read, where
+/// the guess from the access's time is usually a few items off.
+pub fn partition_point_near<T>(slice: &[T], guess: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let n = slice.len();
+    let g = guess.min(n);
+    // Invariant of the bracket [lo, hi): pred holds before lo and fails from hi on.
+    let (mut lo, mut hi);
+    if g < n && pred(&slice[g]) {
+        (lo, hi) = (g + 1, n);
+        let mut step = 1;
+        while lo + step <= n {
+            if !pred(&slice[lo + step - 1]) {
+                hi = lo + step - 1;
+                break;
+            }
+            lo += step;
+            step *= 2;
+        }
+    } else {
+        (lo, hi) = (0, g);
+        let mut step = 1;
+        while step <= hi {
+            if pred(&slice[hi - step]) {
+                lo = hi - step + 1;
+                break;
+            }
+            hi -= step;
+            step *= 2;
+        }
+    }
+    lo + slice[lo..hi].partition_point(pred)
 }
 
 /// Accesses of a sequential sweep that start in `[lo, hi)` (offsets in the region), among
@@ -343,6 +391,26 @@ pub fn sweep_hits(offset: u64, stride: u64, size: u64, n: u64, lo: u64, hi: u64)
 mod tests {
     use super::*;
     use tierscope_core::workload::parse_masim;
+
+    #[test]
+    fn partition_point_near_answers_as_bisection_from_any_guess() {
+        // Sorted lists with repeats, every threshold and every guess (past the end too).
+        let mut rng = Rng::new(3);
+        for n in [0usize, 1, 2, 3, 7, 64, 200] {
+            let mut v: Vec<u64> = (0..n).map(|_| rng.below(50)).collect();
+            v.sort_unstable();
+            for x in 0..=51 {
+                let want = v.partition_point(|&e| e < x);
+                for guess in 0..=n + 2 {
+                    assert_eq!(
+                        partition_point_near(&v, guess, |&e| e < x),
+                        want,
+                        "{v:?} {x} {guess}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn schedule_follows_phases_and_batches() {

@@ -101,8 +101,13 @@ pub struct KeyFilter {
 }
 
 impl KeyFilter {
+    /// A key's bit: its 64-entry block picks a word at random, its position in the block
+    /// the bit, so that a scan of consecutive entries (Telescope's and the pruned walk's
+    /// reads of a table's 512 entries) reads one word per 64 entries, as the table's
+    /// hasher keeps them in consecutive buckets.
     fn bit(&self, key: u64) -> usize {
-        (mix64(key ^ 0x6a09_e667_f3bc_c908) >> (64 - self.log_bits)) as usize
+        let word = mix64((key >> 6) ^ 0x6a09_e667_f3bc_c908) >> (64 - (self.log_bits - 6));
+        (word << 6 | key & 63) as usize
     }
 
     /// False when `key` was never added since the last rebuild and is not in the table.

@@ -390,8 +390,15 @@ pub struct FlushLog {
 }
 
 impl FlushLog {
+    /// Appends flush `e`, numbered one past the last (`seq` 1, 2, ...: what makes
+    /// [`Self::first_after`] O(1)).
     pub fn push(&mut self, e: FlushEvent) {
         let i = self.events.len();
+        assert_eq!(
+            e.seq,
+            i as u64 + 1,
+            "flushes are numbered 1, 2, ... in order"
+        );
         match e.kind {
             FlushKind::All => self.last_all = Some(i),
             FlushKind::Pages { start, end } => {
@@ -409,9 +416,13 @@ impl FlushLog {
         self.events.push(e);
     }
 
-    /// Index of the first flush ordered after operation `seq`.
+    /// Index of the first flush ordered after operation `seq`: flush `i` is numbered
+    /// `i + 1`, so the flushes numbered up to `seq` are the first `seq` (a bisection of
+    /// every flush of the run, a chain of cache misses, was most of a Telescope read).
     pub fn first_after(&self, seq: u64) -> usize {
-        self.events.partition_point(|f| f.seq <= seq)
+        let i = (seq as usize).min(self.events.len());
+        debug_assert_eq!(i, self.events.partition_point(|f| f.seq <= seq));
+        i
     }
 
     /// [`fresh_after`] of the flushes from index `first` on, without visiting them: a
