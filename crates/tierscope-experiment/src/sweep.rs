@@ -737,13 +737,15 @@ fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 
 /// The value of a command-line override `PATH=TEXT`, typed by the config: where the
 /// experiment (as written, else with its defaults filled in) holds a string at PATH, the
-/// text itself; otherwise the text read as a TOML value (`3` an integer, `0.5` a float,
+/// text itself, unless the text is an inline table (`{ type = "x", k = 1 }`: a list item
+/// written as a name, such as a policy or a tier, given its settings); otherwise the text read as a TOML value (`3` an integer, `0.5` a float,
 /// `true` a boolean, `[1, 2]` a list, `{ a = 1 }` a table, `"x"` a string), and text that
 /// is no TOML value (`100ms`, `stat`) a string. The parser then checks it as it checks
 /// the file, naming the field.
 pub fn typed_value(doc: &Value, normalized: Option<&Value>, path: &str, text: &str) -> Value {
     let current = get_path(doc, path).or_else(|| normalized.and_then(|n| get_path(n, path)));
-    if matches!(current, Some(Value::String(_))) {
+    let table = text.trim_start().starts_with('{');
+    if matches!(current, Some(Value::String(_))) && !table {
         return Value::String(text.to_string());
     }
     toml::from_str::<toml::Table>(&format!("v = {text}"))
@@ -753,8 +755,12 @@ pub fn typed_value(doc: &Value, normalized: Option<&Value>, path: &str, text: &s
         .unwrap_or_else(|| Value::String(text.to_string()))
 }
 
-/// The name a monitor table goes by: `name`, else `preset`, else `type`.
+/// The name a list item goes by: `name`, else `preset`, else `type`; an item written as
+/// a string (`"telescope-rule"`, `"pmem"`) is its own name.
 fn item_name(item: &Value) -> Option<&str> {
+    if let Value::String(s) = item {
+        return Some(s);
+    }
     ["name", "preset", "type"]
         .iter()
         .find_map(|k| item.get(*k).and_then(Value::as_str))
@@ -1106,6 +1112,29 @@ values = ["stat", "kvm"]
         assert!(e.message.contains("item [7] of a list of 2"), "{e}");
         let e = go(&sets(&[("monitors[0].agr", "1s")])).unwrap_err();
         assert_eq!(e.field, "--set monitors[0].agr=1s", "{e}");
+        // An item written as a string is found by that string, and an inline table
+        // replaces it (the string stays a string otherwise).
+        let with_policies =
+            format!("{text}[base.tiering]\npolicies = [\"telescope-rule\", \"static\"]\n");
+        let doc: Value =
+            serde_json::to_value(toml::from_str::<toml::Table>(&with_policies).unwrap()).unwrap();
+        let base = &doc["base"];
+        let path = "tiering.policies[telescope-rule]";
+        let v = typed_value(
+            base,
+            None,
+            path,
+            "{ type = \"telescope-rule\", split_large = false }",
+        );
+        assert_eq!(v["split_large"], false, "{v}");
+        assert_eq!(typed_value(base, None, path, "static"), "static");
+        let mut changed = base.clone();
+        assert_eq!(
+            set_path(&mut changed, path, v).unwrap(),
+            "tiering.policies[0]"
+        );
+        assert_eq!(changed["tiering"]["policies"][0]["type"], "telescope-rule");
+        assert_eq!(changed["tiering"]["policies"][1], "static");
         // An axis on an overridden path is refused.
         let swept = format!("[[axes]]\npath = \"seed\"\nvalues = [1, 2]\n{text}");
         let e = expand_sweep_overridden(
