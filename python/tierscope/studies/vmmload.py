@@ -11,8 +11,11 @@ performed (run_program's report). Wall time includes creating the VM.
 Cases: raytrace at the paper's c-ray resolution (2560x1440: CPU-bound); md5 of a file read
 in 4 KiB, 16 KiB, 64 KiB and 1 MiB pieces (the paper's md5 reads 4.3 GiB in 280,078 calls:
 about 16 KiB per call, so `md5-16k` is its setting); getpid in a loop (one call's round
-trip). Derived: the rank correlation of the md5 cases' system calls and slowdowns (the
-paper: the slowdown follows the calls) and the round trip per call.
+trip), and with one call (start-up only). Derived: the rank correlation of the md5 cases'
+system calls and slowdowns (the paper: the slowdown follows the calls), the round trip per
+call, one exit's cost against a native call (the two getpid runs' difference per extra
+call), and each md5 case's slowdown had every call cost a bare-metal exit
+(`BARE_METAL_EXIT_CYCLES`; docs/models/PROGRAMS.md, "Exit cost").
 
 Needs the source tree (programs/ and the kvm crate, built with cargo), musl-gcc and
 /dev/kvm; without one of them it stops with one line saying which. `quick`: one pair per
