@@ -65,7 +65,7 @@ apps:
 		memcached valgrind gcc >/dev/null) || \
 		echo "redis, memcached, valgrind or gcc could not be installed: measure-apps cannot run"
 
-# The application model measured on real Redis and memcached (about 10 minutes on 2 cores):
+# The application model measured on real Redis and memcached (about 15 minutes on 2 cores):
 # experiments/tiering/apps/*.toml, each number with its command, date and machine.
 measure-apps: build apps
 	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
