@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,52 @@ def maturin() -> Path | None:
     """The maturin of this environment (the one `make build` uses), or None."""
     path = Path(sys.executable).parent / "maturin"
     return path if path.is_file() else None
+
+
+def _ledger_missing() -> str | None:
+    """Why `tierscope repro claims --quick` cannot run here (it runs every quick repro,
+    vmmload's on KVM with musl-gcc, cori-programs' under valgrind), or None."""
+    from tierscope import _core
+
+    kvm = _core.kvm_unavailable()
+    if kvm is not None:
+        return f"KVM: {kvm}"
+    for tool in ("musl-gcc", "valgrind"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (make musl)"
+    return None
+
+
+#: Why the quick ledger cannot run here, or None.
+LEDGER_MISSING = _ledger_missing()
+
+
+@dataclass
+class QuickLedger:
+    """One `tierscope repro claims --quick --out DIR/claims` of the session."""
+
+    base: Path
+    proc: subprocess.CompletedProcess[str]
+    wall_s: float
+
+    @property
+    def out(self) -> Path:
+        return self.base / "claims"
+
+    def measurement(self, name: str) -> Path:
+        """DIR/claims/NAME: that repro's own output, run with the ledger's quick arguments."""
+        assert self.proc.returncode == 0, self.proc.stderr[-2000:]
+        return self.out / name
+
+
+@pytest.fixture(scope="session")
+def quick_ledger(tmp_path_factory: pytest.TempPathFactory) -> QuickLedger:
+    """The quick ledger, run once per session: its own test reads it, and so do the tests
+    of the repros it runs (each measurement is that repro's output), so the suite runs
+    each quick repro once. Readers must not write into it."""
+    if LEDGER_MISSING is not None:
+        pytest.skip(LEDGER_MISSING)
+    base = tmp_path_factory.mktemp("ledger")
+    t0 = time.monotonic()
+    proc = run_cli("repro", "claims", "--quick", "--out", base / "claims", cwd=base)
+    return QuickLedger(base, proc, time.monotonic() - t0)

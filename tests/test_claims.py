@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
-from tierscope import _core
+from conftest import QuickLedger
 from tierscope.studies.claims import (
     MEASURES,
     PAPERS,
@@ -164,22 +161,14 @@ def test_every_measurement_is_a_tierscope_command() -> None:
         assert m.command.startswith("tierscope ") and "DIR" in m.command, name
 
 
-KVM_REASON = _core.kvm_unavailable()
-
-
-@pytest.mark.skipif(KVM_REASON is not None, reason=f"KVM: {KVM_REASON}")
-@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="musl-gcc is missing (make musl)")
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is missing (make musl)")
-def test_repro_claims_quick_through_the_cli(tmp_path: Path) -> None:
-    t0 = time.monotonic()
-    r = run_cli("repro", "claims", "--quick", "--out", tmp_path / "claims", cwd=tmp_path)
-    wall = time.monotonic() - t0
+def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
+    r = quick_ledger.proc
     assert r.returncode == 0, r.stderr[-2000:]
     counts = [line for line in r.stdout.splitlines() if line.startswith("claims: ")]
     assert len(counts) == 1, r.stdout[-2000:]
     for paper in PAPERS:
         assert re.search(rf"\b{paper} \d+: \d+ reproduced, \d+ same direction, ", counts[0])
-    text = (tmp_path / "claims" / "CLAIMS.md").read_text()
+    text = (quick_ledger.out / "CLAIMS.md").read_text()
     rows = [line for line in text.splitlines() if re.match(r"^\| [TCNV]\d+ \|", line)]
     assert len(rows) == len(load_claims())
     for row in rows:
@@ -189,8 +178,8 @@ def test_repro_claims_quick_through_the_cli(tmp_path: Path) -> None:
             assert how, row
         else:
             assert "`tierscope " in how, row
-    doc = json.loads((tmp_path / "claims" / "claims.json").read_text())
+    doc = json.loads((quick_ledger.out / "claims.json").read_text())
     assert doc["quick"] is True and doc["problems"] == []
     # Nothing outside --out: the quick ledger never writes docs/.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims"]
-    print(f"repro claims --quick: {wall:.0f} s wall")
+    assert sorted(p.name for p in quick_ledger.base.iterdir()) == ["claims"]
+    print(f"repro claims --quick: {quick_ledger.wall_s:.0f} s wall")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import maturin, run_cli
+from conftest import LEDGER_MISSING, QuickLedger, run_cli
 from tierscope.studies import nemo
 
 
@@ -50,13 +50,13 @@ def check_quick_repro(out: Path) -> None:
     assert report["derived"]["memtis_nemo_split_gain_1_8_over_1_2"] is not None
 
 
-# The run takes ~45 s: tests/test_wheel.py makes it from the installed wheel (the quickest
-# repro reading shipped experiments) and checks it with check_quick_repro; here only when
-# that test cannot run.
-@pytest.mark.skipif(
-    maturin() is not None, reason="tests/test_wheel.py runs it from the installed wheel"
-)
-def test_quick_repro_writes_every_use_case(tmp_path: Path) -> None:
+# The quick repro is one of the quick ledger's measurements (conftest.quick_ledger): checked
+# on the ledger's copy where the ledger runs, else run here.
+def test_quick_repro_writes_every_use_case(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    if LEDGER_MISSING is None:
+        ledger: QuickLedger = request.getfixturevalue("quick_ledger")
+        check_quick_repro(ledger.measurement("nemo"))
+        return
     proc = run_cli("repro", "nemo", "--quick", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     check_quick_repro(tmp_path / "out")

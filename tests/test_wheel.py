@@ -1,7 +1,7 @@
 """An installed wheel works outside the tree (issue 24, item 5): the wheel maturin builds
 (reusing target/ from `maturin develop --release`: seconds), installed without network
 into a fresh venv outside the tree, runs `tierscope run` on a shipped experiment,
-`tierscope repro nemo --quick` (the quickest repro reading shipped experiments) and
+`tierscope repro telescope-tiering --quick` (a quick repro reading shipped experiments) and
 `tierscope tune` from a directory outside the tree.
 
 The fresh venv has no numpy, polars, matplotlib or pyarrow of its own: a .pth file appends
@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from conftest import maturin
-from test_repro_nemo import check_quick_repro
 from test_tune import EXPERIMENT as TUNE_EXPERIMENT
 from test_tune import PERIOD
 
@@ -179,10 +178,18 @@ def test_run_a_shipped_experiment(installed: Installed) -> None:
     assert (installed.work / "run" / "tierscope-manifest.json").is_file()
 
 
-def test_repro_nemo_quick(installed: Installed) -> None:
-    # Reads experiments/nemo/ from the package data.
-    _check(installed.run("repro", "nemo", "--quick", "--out", "repro"), "tierscope repro")
-    check_quick_repro(installed.work / "repro")
+def test_repro_telescope_tiering_quick(installed: Installed) -> None:
+    # Reads experiments/tiering/ from the package data.
+    proc = installed.run("repro", "telescope-tiering", "--quick", "--out", "repro", "--quiet")
+    _check(proc, "tierscope repro")
+    rows = json.loads((installed.work / "repro" / "repro.json").read_text())["rows"]
+    experiments = {r["experiment"] for r in rows}
+    assert experiments == {"memtier-gaussian-1t", "ycsb-hotspot-2t"}, experiments
+    for name in experiments:
+        runs = {r["run"]: r for r in rows if r["experiment"] == name}
+        assert {"oracle", "static", "telescope-rule@telescope-bnd"} <= set(runs)
+        assert runs["static"]["speedup_over_slow"] == pytest.approx(1.0)
+        assert all(r["gap_to_oracle"] >= 1.0 - 1e-9 for r in runs.values())
 
 
 def test_tune_an_experiment(installed: Installed) -> None:
