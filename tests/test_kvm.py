@@ -110,7 +110,9 @@ def test_quick_form_on_kvm_has_the_shape_of_a_simulated_run(kvm_dir: Path) -> No
     # which it re-faults every page, docs/models/KVM.md) and the monitor cleared real bits.
     assert t["machine"]["accesses"] > 10_000
     assert t["monitor_cpu_ns"] > 0 and t["bits_cleared"] > 0
-    assert t["windows_evaluated"] >= 3
+    # Three windows fit in 2 s on a quiet host; on a loaded one they stretch (the guards
+    # say so) and two were seen at a load of 13, so only that some were scored is asserted.
+    assert t["windows_evaluated"] >= 1
 
 
 @needs_kvm
