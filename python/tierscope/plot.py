@@ -367,6 +367,18 @@ def _width(i: int) -> float:
     return max(0.8, 3.0 - 0.6 * i)
 
 
+def _finish_line_axes(fig: Any, ax: Any, title: str | None, default: str | None) -> Any:
+    """A line plot's common end: y from 0, a light grid, the legend below, and `title`
+    (`default` when None, none when empty)."""
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    _legend_below(fig, ax)
+    title = default if title is None else title
+    if title:
+        ax.set_title(title)
+    return fig
+
+
 def _legend_below(fig: Any, ax: Any) -> None:
     """The legend of `ax`'s lines under the figure's axes, where it covers none."""
     handles, labels = ax.get_legend_handles_labels()
@@ -421,14 +433,7 @@ def throughput_figure(result: RunResult, *, title: str | None = None) -> Any:
             )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("throughput (M accesses / s of app time)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, ax)
-    if title is None:
-        title = f"{result.experiment.name}: throughput per window"
-    if title:
-        ax.set_title(title)
-    return fig
+    return _finish_line_axes(fig, ax, title, f"{result.experiment.name}: throughput per window")
 
 
 def throughput(result: RunResult, path: Path, *, title: str | None = None) -> list[Path]:
@@ -457,14 +462,8 @@ def placement_figure(result: RunResult, *, title: str | None = None) -> Any:
     tier = fast.get("name", "fast tier")
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"heap on {tier} (MiB)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, ax)
-    if title is None:
-        title = f"{result.experiment.name}: heap on the fastest tier ({tier})"
-    if title:
-        ax.set_title(title)
-    return fig
+    default = f"{result.experiment.name}: heap on the fastest tier ({tier})"
+    return _finish_line_axes(fig, ax, title, default)
 
 
 def placement(result: RunResult, path: Path, *, title: str | None = None) -> list[Path]:
@@ -601,7 +600,4 @@ def speedup_figure(policies: Any, param: str) -> Any:
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1, label="all slow")
     _values_axis(ax, values, param)
     ax.set_ylabel("speed-up over all-slow")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, ax)
-    return fig
+    return _finish_line_axes(fig, ax, "", None)
