@@ -58,13 +58,14 @@ QUICK_DURATION = "6s"
 
 #: `app`: which application model the experiments use: `default` (purely memory-bound,
 #: experiments/tiering/NAME.toml) or `measured` (on real memcached and Redis here,
-#: experiments/tiering/measured/NAME.toml; docs/models/TIERING.md section 4.1).
-APP_MODELS = {"default": TIERING_DIR, "measured": TIERING_DIR / "measured"}
+#: experiments/tiering/measured/NAME.toml; docs/models/TIERING.md section 4.1): the
+#: folder under TIERING_DIR, looked up at run time (tests point TIERING_DIR elsewhere).
+APP_MODELS = {"default": ".", "measured": "measured"}
 
 
 def sweep(quick: bool = False, app: str = "default") -> dict[str, Any]:
     """Both experiments as one sweep over named bases (run ids `base=NAME`)."""
-    folder = APP_MODELS[app]
+    folder = TIERING_DIR / APP_MODELS[app]
     out: dict[str, Any] = {"bases": {n: str(folder / f"{n}.toml") for n in EXPERIMENTS}}
     if quick:
         out["set"] = {
