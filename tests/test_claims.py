@@ -161,6 +161,8 @@ def test_every_measurement_is_a_tierscope_command() -> None:
         assert m.command.startswith("tierscope ") and "DIR" in m.command, name
 
 
+# One worker runs the session's quick ledger and every test reading it (pytest-xdist).
+@pytest.mark.xdist_group("ledger")
 def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
     r = quick_ledger.proc
     assert r.returncode == 0, r.stderr[-2000:]

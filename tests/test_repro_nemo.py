@@ -52,6 +52,8 @@ def check_quick_repro(out: Path) -> None:
 
 # The quick repro is one of the quick ledger's measurements (conftest.quick_ledger): checked
 # on the ledger's copy where the ledger runs, else run here.
+# One worker runs the session's quick ledger and every test reading it (pytest-xdist).
+@pytest.mark.xdist_group("ledger")
 def test_quick_repro_writes_every_use_case(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     if LEDGER_MISSING is None:
         ledger: QuickLedger = request.getfixturevalue("quick_ledger")

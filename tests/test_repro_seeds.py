@@ -79,6 +79,8 @@ def test_needle_seeds_must_not_be_negative(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+# One worker runs the session's quick ledger and every test reading it (pytest-xdist).
+@pytest.mark.xdist_group("ledger")
 def test_repro_prints_the_needle_seed_means(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     # The quick ledger's telescope measurement has the needle's seeds 1-2
     # (conftest.quick_ledger): read there where the ledger runs, else run here.
