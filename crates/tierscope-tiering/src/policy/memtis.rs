@@ -32,10 +32,10 @@
 use super::counts::PageCounts;
 use super::{coldest_first, promote_with_room, Policy, View};
 use crate::migration::Move;
+use crate::registry::{PolicyContext, PolicyTechnique};
 use std::collections::{BTreeMap, BTreeSet};
 use tierscope_core::units::{Duration, Size};
-use crate::registry::{PolicyContext, PolicyTechnique};
-use tierscope_core::{FeedKind, PolicyInput, AddrRange, FieldError, Nanos, RegionReport, Snapshot};
+use tierscope_core::{AddrRange, FeedKind, FieldError, Nanos, PolicyInput, RegionReport, Snapshot};
 
 /// Bins of the count histogram.
 const BINS: usize = 16;
@@ -193,15 +193,23 @@ fn block_skews(
     bp_threshold: u64,
     page: u64,
 ) -> Vec<(usize, u64, u64)> {
+    // `base` is in address order (`units_of`): a block's base pages are found by bisection
+    // and the units starting inside it, not by filtering every base page per block (at a
+    // terabyte, blocks x base pages was most of `repro nemo`).
+    debug_assert!(base
+        .windows(2)
+        .all(|w| w[0].range.start <= w[1].range.start));
     let mut out = vec![];
     for u in units
         .iter()
         .filter(|u| u.range.len() == page && bin(u.count) < 13)
     {
         let (mut squares, mut hot, mut hot_samples) = (0u64, 0u64, 0u64);
-        let mut inside = base
+        let first = base.partition_point(|b| b.range.start < u.range.start);
+        let mut inside = base[first..]
             .iter()
-            .filter(|b| b.range.start >= u.range.start && b.range.end <= u.range.end)
+            .take_while(|b| b.range.start < u.range.end)
+            .filter(|b| b.range.end <= u.range.end)
             .peekable();
         // Samples binned by whole blocks say nothing about the base pages.
         if inside.peek().is_none_or(|b| b.range.len() >= page) {
@@ -468,6 +476,67 @@ mod tests {
     use tierscope_core::RegionReport;
 
     #[test]
+    fn block_skews_finds_each_blocks_base_pages_as_a_filter_over_all_would() {
+        // Random 4 KiB bins over 64 blocks, some blocks binned whole: the bisection's
+        // answer is the one of filtering every base unit for every block.
+        let mib2 = 2u64 << 20;
+        let mut counts = PageCounts::default();
+        let mut x = 12345u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for block in 0..64u64 {
+            if block % 9 == 0 {
+                counts
+                    .pages
+                    .insert(block * mib2, ((block + 1) * mib2, next() % 50));
+                continue;
+            }
+            for _ in 0..next() % 40 {
+                let s = block * mib2 + (next() % 512) * 4096;
+                counts.pages.insert(s, (s + 4096, 1 + next() % 30));
+            }
+        }
+        let none = BTreeSet::new();
+        let base = units_of(&counts, mib2, &none, true);
+        let units = units_of(&counts, mib2, &none, false);
+        let naive = |bp_threshold: u64| -> Vec<(usize, u64, u64)> {
+            let mut out = vec![];
+            for u in units
+                .iter()
+                .filter(|u| u.range.len() == mib2 && bin(u.count) < 13)
+            {
+                let inside: Vec<&Unit> = base
+                    .iter()
+                    .filter(|b| b.range.start >= u.range.start && b.range.end <= u.range.end)
+                    .collect();
+                if inside.first().is_none_or(|b| b.range.len() >= mib2) {
+                    continue;
+                }
+                let squares: u64 = inside.iter().map(|b| b.count * b.count).sum();
+                let hot: Vec<&&Unit> = inside.iter().filter(|b| b.count >= bp_threshold).collect();
+                let n = hot.len() as u64;
+                if let Some(skew) = (squares / 11).checked_div(n * n) {
+                    out.push((
+                        skew_idx(skew),
+                        u.range.start,
+                        hot.iter().map(|b| b.samples).sum(),
+                    ));
+                }
+            }
+            out
+        };
+        for t in [1, 512, 4096, 10_000] {
+            let got = block_skews(&units, &base, t, mib2);
+            assert!(!got.is_empty() || t > 4096);
+            assert_eq!(got, naive(t), "threshold {t}");
+        }
+    }
+
+    #[test]
     fn skewed_huge_pages_split_when_the_hit_ratio_falls_short() {
         use tierscope_core::Placement;
         let mib2 = 2u64 << 20;
@@ -567,10 +636,17 @@ mod tests {
             end: 2,
             regions,
         });
-        assert_eq!(m.counts.since_cooling, 500, "only the huge pages count as samples");
+        assert_eq!(
+            m.counts.since_cooling, 500,
+            "only the huge pages count as samples"
+        );
         let dealt = m.dealt().unwrap();
         assert_eq!(dealt.pages.get(&(3 * 4096)), Some(&(4 * 4096, 50)));
-        assert_eq!(dealt.pages.get(&(5 * 4096)), None, "the stale shape is gone");
+        assert_eq!(
+            dealt.pages.get(&(5 * 4096)),
+            None,
+            "the stale shape is gone"
+        );
         assert_eq!(dealt.pages.len(), 402);
         let mut out = vec![];
         m.act(&view, &mut out);
