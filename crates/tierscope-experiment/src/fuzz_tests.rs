@@ -61,7 +61,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Shipped experiments (TOML) and sweeps: the sweeps are the files with `base` or
-/// `bases` at the top level.
+/// `bases` at the top level; application models are left out.
 fn shipped() -> &'static (Vec<Shipped>, Vec<Shipped>) {
     static CORPUS: OnceLock<(Vec<Shipped>, Vec<Shipped>)> = OnceLock::new();
     CORPUS.get_or_init(|| {
@@ -79,6 +79,10 @@ fn shipped() -> &'static (Vec<Shipped>, Vec<Shipped>) {
             let doc: toml::Table = toml::from_str(&s.text).unwrap();
             if doc.contains_key("base") || doc.contains_key("bases") {
                 sweeps.push(s);
+            } else if doc.contains_key("app") && !doc.contains_key("workload") {
+                // A measured application model (experiments/tiering/apps/), read by
+                // experiments through `app = { from = ... }`: not an experiment.
+                continue;
             } else {
                 exps.push(s);
             }
