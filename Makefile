@@ -70,15 +70,15 @@ apps:
 measure-apps: build apps
 	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
 
-# pytest runs on two workers (pytest-xdist; these machines have 2 cores): the tests of one
-# xdist_group share a worker, so the session's quick ledger runs once (tests/conftest.py).
+# pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
+# ledger is read by one test only, so it runs once (tests/conftest.py).
 test: build-test browser musl apps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --profile $(TEST_PROFILE)
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) \
-		$(BIN)/pytest -q -n 2 --dist loadgroup tests
+		$(BIN)/pytest -q -n 2 tests
 
 # The experiments behind docs/results/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \

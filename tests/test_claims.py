@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import QuickLedger
+from test_repro_nemo import check_quick_repro
+from test_repro_seeds import check_needle_seed_means
 from tierscope.studies.claims import (
     MEASURES,
     PAPERS,
@@ -161,8 +163,6 @@ def test_every_measurement_is_a_tierscope_command() -> None:
         assert m.command.startswith("tierscope ") and "DIR" in m.command, name
 
 
-# One worker runs the session's quick ledger and every test reading it (pytest-xdist).
-@pytest.mark.xdist_group("ledger")
 def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
     r = quick_ledger.proc
     assert r.returncode == 0, r.stderr[-2000:]
@@ -184,4 +184,9 @@ def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
     assert doc["quick"] is True and doc["problems"] == []
     # Nothing outside --out: the quick ledger never writes docs/.
     assert sorted(p.name for p in quick_ledger.base.iterdir()) == ["claims"]
+    # Its measurements are the quick repros' own outputs: checked here as their tests
+    # check them (those tests run their own only where the ledger cannot run).
+    check_quick_repro(quick_ledger.measurement("nemo"))
+    telescope = quick_ledger.measurement("telescope")
+    check_needle_seed_means(telescope, (telescope / "repro.md").read_text())
     print(f"repro claims --quick: {quick_ledger.wall_s:.0f} s wall")
