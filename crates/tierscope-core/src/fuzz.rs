@@ -150,6 +150,20 @@ fn replace_value(line: &str, v: &str, which: u32) -> String {
     fields.join(", ")
 }
 
+/// How long a fuzz target searches, and where: `default_cases` proptest cases from seed 28,
+/// or `TIERSCOPE_FUZZ_CASES=N` cases from `TIERSCOPE_FUZZ_SEED=N` for a longer or another
+/// search. Returns (cases, seed); every crate's fuzz tests build their proptest config
+/// from it.
+pub fn search(default_cases: u32) -> (u32, u64) {
+    fn env<T: std::str::FromStr>(key: &str) -> Option<T> {
+        std::env::var(key).ok().and_then(|v| v.parse().ok())
+    }
+    (
+        env("TIERSCOPE_FUZZ_CASES").unwrap_or(default_cases),
+        env("TIERSCOPE_FUZZ_SEED").unwrap_or(28),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

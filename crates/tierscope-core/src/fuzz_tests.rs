@@ -17,20 +17,12 @@ use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 const CASES: u32 = 10_000;
 
 fn config() -> Config {
+    let (cases, seed) = crate::fuzz::search(CASES);
     Config {
-        cases: std::env::var("TIERSCOPE_FUZZ_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(CASES),
-        // Failures found are kept as named tests below, not in files beside the sources.
+        cases,
+        // Failures found are kept as named tests, not in files beside the sources.
         failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
-        // The same cases every run; TIERSCOPE_FUZZ_SEED=N searches others.
-        rng_seed: RngSeed::Fixed(
-            std::env::var("TIERSCOPE_FUZZ_SEED")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(28),
-        ),
+        rng_seed: RngSeed::Fixed(seed),
         ..Config::default()
     }
 }

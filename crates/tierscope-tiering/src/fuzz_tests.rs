@@ -14,15 +14,13 @@ use tierscope_core::fuzz::EDGE_VALUES;
 /// `TIERSCOPE_FUZZ_SEED=N` search further.
 const CASES: u32 = 10_000;
 
-fn env<T: std::str::FromStr>(key: &str) -> Option<T> {
-    std::env::var(key).ok().and_then(|v| v.parse().ok())
-}
-
 fn config() -> Config {
+    let (cases, seed) = tierscope_core::fuzz::search(CASES);
     Config {
-        cases: env("TIERSCOPE_FUZZ_CASES").unwrap_or(CASES),
+        cases,
+        // Failures found are kept as named tests, not in files beside the sources.
         failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
-        rng_seed: RngSeed::Fixed(env("TIERSCOPE_FUZZ_SEED").unwrap_or(28)),
+        rng_seed: RngSeed::Fixed(seed),
         ..Config::default()
     }
 }
