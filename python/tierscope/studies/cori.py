@@ -15,14 +15,13 @@ end (`tierscope.outdir`: an earlier output is replaced only with `force`).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tierscope import _core, cori, outdir
-from tierscope.studies import trends
+from tierscope.studies import trends, write_tables
 from tierscope.texttable import align
 
 #: Table I: the periods the literature uses, as the paper maps them to requests.
@@ -218,9 +217,8 @@ def main(
         with claim.stage() as staging:
             for w, rs in figures.items():
                 plot_figure3(rs, staging / f"figure3-{w}.png")
-            (staging / "repro.md").write_text(text + "\n")
             derived = trends.applied(trends.cori, slim, TABLE_I)
             doc = {"paper": PAPER, "rows": slim, "derived": derived}
-            (staging / "repro.json").write_text(json.dumps(doc, indent=1) + "\n")
+            write_tables(staging, text + "\n", doc)
     print(f"\nwrote {out}/repro.md, repro.json, figure3-*.png")
     return 0

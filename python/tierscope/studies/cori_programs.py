@@ -21,7 +21,6 @@ DIR/traces/KERNEL.trace (the main cache's misses in cori-sim's format, for `tier
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope import Unavailable, _core, outdir
-from tierscope.studies import cori, trends
+from tierscope.studies import cori, trends, write_tables
 
 #: The main last-level cache: 64 KiB, 16 ways (64 B lines, LRU). Chosen before any run
 #: so that every reduced input below is 1.5 to 20 times larger than it, as the paper's
@@ -292,7 +291,6 @@ def main(
             (staging / "traces").mkdir()
             for name, t in traces.items():
                 t.write(staging / "traces" / f"{name}.trace")
-            (staging / "repro.md").write_text(text + "\n")
-            (staging / "repro.json").write_text(json.dumps(doc, indent=1) + "\n")
+            write_tables(staging, text + "\n", doc)
     print(f"\nwrote {out}/repro.md, repro.json, figure3-*.png, traces/")
     return 0

@@ -21,7 +21,6 @@ Writes DIR/repro.md and DIR/repro.json (and DIR/hotset: the use case 1 run's out
 
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from pathlib import Path
@@ -35,7 +34,7 @@ from tierscope.experiment import Overrides, load_experiment
 from tierscope.output import write_run_dir
 from tierscope.results import RunResult
 from tierscope.runner import run
-from tierscope.studies import trends
+from tierscope.studies import trends, write_tables
 from tierscope.texttable import align
 
 #: Where the experiment files live (shipped with the package: `tierscope.data`).
@@ -300,8 +299,6 @@ def main(out: Path, quick: bool = False, force: bool = False) -> dict[str, Any]:
         text = render(report)
         with claim.stage() as staging:
             write_run_dir(hot_run, staging / "hotset")
-            doc = json.dumps(report, indent=1, default=str)
-            (staging / "repro.json").write_text(doc, encoding="utf-8")
-            (staging / "repro.md").write_text(text, encoding="utf-8")
+            write_tables(staging, text, report)
     print(text, end="")
     return report

@@ -12,7 +12,6 @@ The command's help (`tierscope repro --help`) says more.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 from tierscope.data import experiments_dir
 from tierscope.experiment import config_error
 from tierscope.outdir import Claim
-from tierscope.studies import robustness, trends
+from tierscope.studies import robustness, trends, write_tables
 from tierscope.studies import telescope_paper as paper
 from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
@@ -343,19 +342,12 @@ def _reproduce(
         f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
     )
     with claim.stage() as staging:
-        (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
-        (staging / "repro.json").write_text(
-            json.dumps(
-                {
-                    "quality": quality,
-                    "cost": cost,
-                    "layouts": layout_runs,
-                    "derived": trends.applied(trends.telescope, quality, cost),
-                    "wall_s": walls,
-                },
-                indent=2,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
+        doc = {
+            "quality": quality,
+            "cost": cost,
+            "layouts": layout_runs,
+            "derived": trends.applied(trends.telescope, quality, cost),
+            "wall_s": walls,
+        }
+        write_tables(staging, text + "\n", doc, indent=2)
     return 0

@@ -11,12 +11,11 @@ Table 4's data migrated and the paper's throughput improvements (Figure 13).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tierscope.data import experiments_dir
-from tierscope.studies import trends
+from tierscope.studies import trends, write_tables
 from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
@@ -181,17 +180,10 @@ def main(
             f"{outcome.wall_s:.0f} s wall; outputs in {out}/runs/base=NAME"
         )
         with claim.stage() as staging:
-            (staging / "repro.md").write_text(text + "\n", encoding="utf-8")
-            (staging / "repro.json").write_text(
-                json.dumps(
-                    {
-                        "rows": rows,
-                        "derived": trends.applied(trends.tiering, rows),
-                        "wall_s": outcome.run_wall_s,
-                    },
-                    indent=2,
-                )
-                + "\n",
-                encoding="utf-8",
-            )
+            doc = {
+                "rows": rows,
+                "derived": trends.applied(trends.tiering, rows),
+                "wall_s": outcome.run_wall_s,
+            }
+            write_tables(staging, text + "\n", doc, indent=2)
     return 0

@@ -26,7 +26,6 @@ earlier output is replaced only with `force`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tierscope import RunError, Unavailable, _core, outdir
+from tierscope.studies import write_tables
 from tierscope.texttable import align
 
 #: The paper's numbers the rows stand beside (section 5.1).
@@ -351,7 +351,6 @@ def main(out: Path, *, quick: bool = False, force: bool = False) -> int:
         }
         text = render(report)
         with claim.stage() as staging:
-            (staging / "repro.json").write_text(json.dumps(report, indent=1) + "\n")
-            (staging / "repro.md").write_text(text)
+            write_tables(staging, text, report)
     print(text, end="")
     return 0
