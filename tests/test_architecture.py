@@ -35,6 +35,17 @@ def test_every_registered_component_is_named() -> None:
         assert not missing, f"docs/ARCHITECTURE.md does not name the {what}s {missing}"
 
 
+def test_every_monitor_preset_is_in_the_format_reference() -> None:
+    """docs/reference/EXPERIMENTS.md's preset table has one row per registered preset,
+    with the preset's type."""
+    doc = (ROOT / "docs" / "reference" / "EXPERIMENTS.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([a-z0-9-]+)` \| ([a-z_]+) \|", doc, flags=re.M))
+    for p in _core.monitor_presets():
+        assert rows.get(p["name"]) == p["type"], (
+            f"docs/reference/EXPERIMENTS.md's preset table: no row `{p['name']}` | {p['type']}"
+        )
+
+
 def test_every_crate_and_technique_file_is_named() -> None:
     t = text()
     crates = sorted(p.name for p in (ROOT / "crates").iterdir() if (p / "Cargo.toml").exists())
