@@ -183,6 +183,12 @@ def test_repro_cori(tmp_path: Path) -> None:
         # Cori tried its candidates in order and chose one of them.
         candidates = _core.cori_candidates(r["dominant_reuse"], trace.requests)
         assert r["cori_period"] in candidates[: r["cori_trials"]]
+        # Cori's best candidate: the fastest of all of them (the first on ties), after as
+        # many trials as its place, and never slower than where the stopping rules stop.
+        runtime = {p: trace.model(p, r["scheduler"])["runtime_ns"] for p in candidates}
+        assert r["cori_best_period"] == min(candidates, key=lambda p: runtime[p])
+        assert r["cori_best_trials"] == candidates.index(r["cori_best_period"]) + 1
+        assert r["cori_best_slowdown_pct"] <= r["cori_slowdown_pct"]
         # base-right starts at the grid's shortest period, base-left at its longest.
         assert 1 <= r["random_to_3pct"] <= len(grid)
         assert r["right_to_3pct"] is not None and r["left_to_3pct"] is not None

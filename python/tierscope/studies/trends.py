@@ -283,6 +283,7 @@ def cori(rows: Sequence[Row], table_i: dict[str, int]) -> dict[str, Any]:
       requests) with the lowest mean, Cori's mean slowdown and Thermostat's over it, and
       the mean trials of Cori and each baseline (base-right's over base-left's and back);
     - `cori_slowdown_pct`: the mean of Cori's choices' slowdowns (cases where Cori chose);
+      `cori_best_slowdown_pct`: that of its best candidates';
     - trials to get within 3 % of the best: per method (Cori, base-left, base-right,
       base-random), the mean over the cases where it got there and how many never did;
       the baselines' mean over all their cases that got there, and that over Cori's mean;
@@ -348,6 +349,7 @@ def cori(rows: Sequence[Row], table_i: dict[str, int]) -> dict[str, Any]:
         "by_period": by_period,
         "schedulers": schedulers,
         "cori_slowdown_pct": _mean(r["cori_slowdown_pct"] for r in rows),
+        "cori_best_slowdown_pct": _mean(r.get("cori_best_slowdown_pct") for r in rows),
         "trials": trials,
         "baselines_trials_mean": base,
         "baselines_over_cori_trials": _ratio(base, cori_mean),
