@@ -9,6 +9,8 @@ pinned in part"). For every trace and scheduler it prints, from cori-sim's model
 - `best cand`: the best of all of Cori's candidates, its slowdown and the trials to reach
   it (its place in Cori's order): the paper's reading, whose Figure 5a counts the trials
   "required for best application performance";
+- `fast`: the pages the fast tier holds; `ranked at dr`: the pages a period of the
+  dominant reuse holds on average with at least `quantum` requests;
 - `fit`: the longest grid period whose periods hold, on average, no more pages counted at
   least `quantum` times (cori-sim ranks no other page) than the fast tier holds; the
   predictive scheduler's best period sits there, and Cori, whose candidates start at the
@@ -54,18 +56,22 @@ def page_ids(trace: Any) -> np.ndarray:
     return np.unique(np.array(pages, dtype=np.uint64), return_inverse=True)[1]
 
 
+def ranked_per_period(ids: np.ndarray, period: int, quantum: int) -> float:
+    """The mean number of pages with at least `quantum` requests in a period of `period`
+    requests (cori-sim ranks no other page)."""
+    npages = int(ids.max()) + 1
+    index = np.arange(len(ids), dtype=np.int64) // period
+    _, counts = np.unique(index * npages + ids, return_counts=True)
+    return int(np.count_nonzero(counts >= max(quantum, 1))) / (int(index[-1]) + 1)
+
+
 def fit_period(ids: np.ndarray, grid: list[int], capacity: int, quantum: int) -> int:
     """The longest period of `grid` (scanned shortest first, up to the first that fails)
     whose periods hold on average at most `capacity` pages with at least `quantum`
     requests; 0 when the shortest already holds more."""
-    n = len(ids)
-    npages = int(ids.max()) + 1
     fit = 0
     for p in grid:
-        period = np.arange(n, dtype=np.int64) // p
-        _, counts = np.unique(period * npages + ids, return_counts=True)
-        ranked = int(np.count_nonzero(counts >= max(quantum, 1)))
-        if ranked / (int(period[-1]) + 1) > capacity:
+        if ranked_per_period(ids, p, quantum) > capacity:
             break
         fit = p
     return fit
@@ -79,7 +85,10 @@ def evaluate(name: str, trace: Any, fast_ratio: float, quantum: int) -> list[dic
         return []
     candidates = _core.cori_candidates(dr, n)
     grid = _core.cori_baseline("right", TIMESTEP, n, 0)
-    fit = fit_period(page_ids(trace), grid, int(fast_ratio * trace.pages), quantum)
+    ids = page_ids(trace)
+    capacity = int(fast_ratio * trace.pages)
+    fit = fit_period(ids, grid, capacity, quantum)
+    at_dr = ranked_per_period(ids, dr, quantum)
     rows = []
     for scheduler in ("history", "oracle"):
         runtimes = {
@@ -99,7 +108,9 @@ def evaluate(name: str, trace: Any, fast_ratio: float, quantum: int) -> list[dic
                 "scheduler": scheduler,
                 "requests": n,
                 "pages": trace.pages,
+                "capacity": capacity,
                 "dr": dr,
+                "ranked_at_dr": at_dr,
                 "fit": fit,
                 "best": best,
                 "stop": chosen[0] if chosen else None,
@@ -160,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {args.traces} missing (make cori-programs writes it); generated only")
         args.traces = ""
     rows = [r for name, t in traces(args) for r in evaluate(name, t, args.fast_ratio, args.quantum)]
-    head = ["trace", "scheduler", "pages", "dr", "fit", "best", "stop", "stop %"]
+    head = ["trace", "scheduler", "pages", "fast", "dr", "ranked at dr", "fit", "best"]
+    head += ["stop", "stop %"]
     head += ["best cand", "best cand %", "trials"]
     table = [head]
     for r in rows:
@@ -169,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                 r["trace"],
                 r["scheduler"],
                 str(r["pages"]),
+                str(r["capacity"]),
                 str(r["dr"]),
+                f"{r['ranked_at_dr']:.0f}",
                 str(r["fit"]),
                 str(r["best"]),
                 str(r["stop"]),
