@@ -141,6 +141,7 @@ mod tests {
             latency_ns,
             bandwidth,
             queueing,
+            curve: Vec::new(),
             background: 0.0,
         }
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
 use tierscope_core::tiers::{
-    tier_preset, InitialPlacement, TierSetup, TierSpec, MAX_TIERS, TIER_PRESETS,
+    curve_error, tier_preset, InitialPlacement, TierSetup, TierSpec, MAX_TIERS, TIER_PRESETS,
 };
 use tierscope_core::units::{parse_size, Duration, Size};
 use tierscope_core::{Capability, FeedKind, FieldError, PolicyInput};
@@ -35,6 +35,9 @@ struct TierTable {
     /// Bytes per second.
     bandwidth: Option<f64>,
     queueing: Option<f64>,
+    /// A loaded-latency curve, `[[utilisation, latency / idle], ...]`; setting `queueing`
+    /// instead replaces a preset's curve by the formula.
+    curve: Option<Vec<[f64; 2]>>,
     /// Bytes per second of other tenants' traffic (a size per second, e.g. "40GB").
     background: Option<Size>,
 }
@@ -91,6 +94,7 @@ impl Tiering {
                     "latency_ns": t.latency_ns,
                     "bandwidth": t.bandwidth,
                     "queueing": t.queueing,
+                    "curve": t.curve,
                     "background": Size(t.background as u64),
                 })
             })
@@ -152,6 +156,7 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
             latency_ns: None,
             bandwidth: None,
             queueing: None,
+            curve: None,
             background: None,
         },
         TierEntry::Table(t) => t.clone(),
@@ -195,6 +200,12 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
         latency_ns: need(table.latency_ns, "latency_ns", preset.map(|p| p.latency_ns))?,
         bandwidth: need(table.bandwidth, "bandwidth", preset.map(|p| p.bandwidth))?,
         queueing: need(table.queueing, "queueing", preset.map(|p| p.queueing))?,
+        // A table's own curve, else the formula when it sets `queueing`, else the preset's.
+        curve: match (&table.curve, table.queueing, preset) {
+            (Some(c), _, _) => c.clone(),
+            (None, None, Some(p)) => p.spec(0).curve,
+            _ => Vec::new(),
+        },
         background: table.background.map_or(0.0, |b| b.0 as f64),
     };
     if spec.background >= spec.bandwidth * 0.9 {
@@ -217,6 +228,9 @@ fn tier(entry: &TierEntry, last: bool, heap: u64) -> Result<TierSpec, FieldError
     }
     if !(spec.queueing.is_finite() && spec.queueing >= 0.0) {
         return Err(FieldError::new("queueing", "must be zero or positive"));
+    }
+    if let Some(why) = curve_error(&spec.curve) {
+        return Err(FieldError::new("curve", why));
     }
     Ok(spec)
 }

@@ -131,6 +131,7 @@ mod tests {
                 latency_ns: 100.0,
                 bandwidth: 10.0,
                 queueing: 0.1,
+                curve: Vec::new(),
                 background: 0.0,
             },
         }

@@ -78,6 +78,8 @@ impl Config {
             latency_ns: cxl.latency_ns,
             bandwidth: cxl.bandwidth,
             queueing: cxl.queueing,
+            // The contention model queues by `queueing`, not by the preset's measured curve.
+            curve: Vec::new(),
             background: 0.0,
         };
         Config {

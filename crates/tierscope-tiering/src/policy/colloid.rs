@@ -198,6 +198,7 @@ mod tests {
             latency_ns: 100.0,
             bandwidth: 1e9,
             queueing: 0.1,
+            curve: Vec::new(),
             background: 0.0,
         };
         let tiers = vec![t(4 * mib2), t(u64::MAX)];

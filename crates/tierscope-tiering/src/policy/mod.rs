@@ -180,6 +180,7 @@ pub(crate) fn test_tiers(fast: u64) -> [TierSpec; 2] {
         latency_ns: 100.0,
         bandwidth: 1e10,
         queueing: 0.0,
+        curve: Vec::new(),
         background: 0.0,
     };
     [t("fast", fast), t("slow", u64::MAX)]

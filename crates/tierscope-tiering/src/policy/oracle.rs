@@ -122,6 +122,7 @@ mod tests {
             latency_ns: 1.0,
             bandwidth: 1.0,
             queueing: 0.0,
+            curve: Vec::new(),
             background: 0.0,
         };
         let tiers = [t(3 << 20), t(u64::MAX)];

@@ -177,6 +177,7 @@ mod tests {
             latency_ns: 1.0,
             bandwidth: 1.0,
             queueing: 0.0,
+            curve: Vec::new(),
             background: 0.0,
         };
         vec![t(fast), t(u64::MAX)]
