@@ -72,3 +72,17 @@ def test_rows_against_the_model(tmp_path: Path) -> None:
         assert r["best_cand_pct"] <= r["stop_pct"]
     # The reactive scheduler's miss (docs: 38.8 % at 2000) is the stopping rule's.
     assert rows[0]["stop_pct"] > 3.0 >= rows[0]["best_cand_pct"]
+
+
+def test_cold_pages_grow_the_footprint_and_leave_the_reuse(tmp_path: Path) -> None:
+    s = script()
+    trace = _core.CoriTrace.from_file(swept_trace(tmp_path))
+    cold = s.with_cold_pages(trace, 2.0)
+    # 20 more pages, each on its 64 lines once, before the sweep.
+    assert (cold.pages, cold.requests) == (30, 20_000 + 20 * 64)
+    # page_ids numbers pages by address: the cold ones, far above, are 10 to 29.
+    ids = s.page_ids(cold)
+    assert ids[:64].tolist() == [10] * 64
+    assert sorted(set(ids[: 20 * 64].tolist())) == list(range(10, 30))
+    assert cold.bars(1000) == trace.bars(1000)
+    assert s.with_cold_pages(trace, 0.0) is trace
