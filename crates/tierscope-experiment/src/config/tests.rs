@@ -410,6 +410,36 @@ fn tiering_tables_parse_and_round_trip() {
 }
 
 #[test]
+fn tier_curves_come_from_the_preset_a_table_or_the_formula() {
+    let stat = TIERED
+        .replace("[[monitors]]\npreset = \"pml\"\n", "")
+        .replace("engine = \"kvm\"", "engine = \"stat\"");
+    let tier0 = |fields: &str| {
+        let text = stat.replace(
+            "{ preset = \"dram\", capacity = \"20%\" }",
+            &format!("{{ preset = \"dram\", capacity = \"20%\"{fields} }}"),
+        );
+        parse(&text).map(|e| e.tiering.unwrap().setup.tiers[0].clone())
+    };
+    let preset = tier0("").unwrap();
+    assert_eq!(
+        preset.curve,
+        tierscope_core::tiers::MLC_SKYLAKE_CSIT.curve()
+    );
+    // 99 % of the bandwidth: the measured curve's top, not the formula's 11x.
+    let top = preset.loaded_latency(0.99) / preset.latency_ns;
+    assert!(top > 2.5 && top < 3.0, "{top}");
+    let formula = tier0(", queueing = 0.2").unwrap();
+    assert!(formula.curve.is_empty());
+    assert!((formula.loaded_latency(0.5) - 1.2 * formula.latency_ns).abs() < 1e-9);
+    let own = tier0(", curve = [[0.5, 2.0]]").unwrap();
+    assert_eq!(own.loaded_latency(0.25), 1.5 * own.latency_ns);
+    let err = tier0(", curve = [[0.5, 2.0], [0.9, 1.5]]").unwrap_err();
+    assert_eq!(err.field, "tiering.tiers[0].curve", "{err}");
+    assert!(err.message.contains("never fall"), "{err}");
+}
+
+#[test]
 fn app_from_reads_a_measured_model_and_inline_fields_win() {
     let dir = std::env::temp_dir().join(format!("tierscope-app-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("apps")).unwrap();
