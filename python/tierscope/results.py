@@ -219,6 +219,10 @@ class PolicyResult:
     #: Per performance window: the keys of `POLICY_WINDOW_DTYPES` as 1-D arrays and of
     #: `POLICY_TIER_DTYPES` as 2-D arrays indexed [window, tier] (tier 0 the fastest).
     windows: dict[str, Array]
+    #: The neighbour tenant (`[tiering.neighbour]`), None without one: name, telemetry,
+    #: bandwidth, served_bandwidth, on_phases, detected, detection_ns, start_quota,
+    #: readings, telemetry_cpu_ns, bandwidth_error.
+    neighbour: dict[str, Any] | None = None
 
     @property
     def nr_windows(self) -> int:
@@ -246,18 +250,22 @@ class PolicyResult:
             summary=dict(raw["summary"]),
             migration=dict(raw["migration"]),
             windows=windows,
+            neighbour=raw.get("neighbour"),
         )
 
     def metrics(self) -> dict[str, Any]:
         """This run's entry of metrics.json: policy, kind, monitor, summary and migration
         (the windows are in arrays-policy-<name>.npz)."""
-        return {
+        out = {
             "policy": self.policy,
             "kind": self.kind,
             "monitor": self.monitor,
             "summary": {k: _finite_or_none(v) for k, v in self.summary.items()},
             "migration": dict(self.migration),
         }
+        if self.neighbour is not None:
+            out["neighbour"] = {k: _finite_or_none(v) for k, v in self.neighbour.items()}
+        return out
 
 
 #: The columns of `MonitorResult.metrics()` that are not summary fields.
@@ -391,6 +399,7 @@ class RunResult:
                 summary=dict(p["summary"]),
                 migration=dict(p["migration"]),
                 windows={k: saved[f"windows.{k}"].astype(dt) for k, dt in dtypes.items()},
+                neighbour=p.get("neighbour"),
             )
         return cls(
             experiment,

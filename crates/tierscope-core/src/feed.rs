@@ -92,6 +92,10 @@ pub enum PolicyInput {
     Lookahead,
     /// Nothing (a static placement): runs once.
     Nothing,
+    /// The neighbour tenant's per-tenant counter (`[tiering.neighbour]`), read by the runner
+    /// at the policy's interval: one region, the neighbour's heap, `nr_accesses` = its
+    /// 64-byte requests since the last read (a throttling policy): runs once.
+    TenantCounter,
 }
 
 #[cfg(test)]

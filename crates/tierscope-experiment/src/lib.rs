@@ -9,6 +9,7 @@ pub mod evaluate;
 mod fuzz_tests;
 pub mod impact;
 pub mod nemo_thp;
+pub mod neighbour;
 pub mod page_stats;
 pub mod result;
 pub mod run;

@@ -6,14 +6,17 @@
 
 use crate::config::{Experiment, PolicyEntry, Tiering};
 use crate::drive::{drive, Participant};
+use crate::neighbour::{NeighbourRun, NeighbourTenant};
 use crate::result::Progress;
 use crate::run::RunError;
 use serde::Serialize;
 use tierscope_core::rng::Rng;
-use tierscope_core::tiers::{TierSpec, TierTraffic};
+use tierscope_core::tiers::{TierSpec, TierTraffic, MAX_UTILISATION};
 use tierscope_core::{Capabilities, Capability, Engine, Monitor, Nanos, PolicyInput};
 use tierscope_monitors::Truth;
-use tierscope_tiering::{window_time, AppModel, MigrationStats, Migrator, Move, Policy, View};
+use tierscope_tiering::{
+    window_time, AppModel, MigrationStats, Migrator, Move, Policy, PolicyConfig, View,
+};
 
 const TIERS: Capabilities = Capabilities::of(&[Capability::Tiers]);
 
@@ -73,6 +76,8 @@ pub struct PolicyRun {
     pub windows: Vec<TierWindow>,
     pub migration: MigrationStats,
     pub summary: TierSummary,
+    /// The neighbour tenant, when the experiment has one.
+    pub neighbour: Option<NeighbourRun>,
 }
 
 /// One policy run to do: the policy, and the monitor feeding it (index).
@@ -119,6 +124,10 @@ struct Shared<'a> {
     traffic: Vec<TierTraffic>,
     copied: Vec<f64>,
     moves: Vec<Move>,
+    /// Bytes the neighbour tenant issued to each tier since the last window closed, and
+    /// the bytes its tier served it over the run.
+    neighbour_bytes: Vec<f64>,
+    neighbour_served: f64,
 }
 
 impl Shared<'_> {
@@ -130,8 +139,10 @@ impl Shared<'_> {
         tiers.take_traffic(&mut self.traffic);
         self.copied.fill(0.0);
         self.migrator.take_copy_bytes(&mut self.copied);
-        let specs: &[TierSpec] = tiers.specs();
         let app = &self.tiering.app;
+        let start = self.windows.last().map_or(0, |w| w.end_ns);
+        let loaded = self.neighbour_load(tiers.specs(), end - start);
+        let specs: &[TierSpec] = &loaded;
         let perf = window_time(app, specs, &self.traffic, &self.copied);
         let n: f64 = self.traffic.iter().map(TierTraffic::total).sum();
         let on = |t: usize| {
@@ -153,6 +164,36 @@ impl Shared<'_> {
             placed,
             copied: self.copied.clone(),
         });
+    }
+
+    /// The tiers with the neighbour tenant's traffic of the window of `span` ns closing
+    /// now added to their background. Where the tenants together ask for more than a tier
+    /// serves, the neighbour gets the share of the room its demand has (the victim's
+    /// demand read at the window's pace): a saturated controller serves in arrival order.
+    fn neighbour_load(&mut self, specs: &[TierSpec], span: Nanos) -> Vec<TierSpec> {
+        let mut loaded = specs.to_vec();
+        if span == 0 {
+            self.neighbour_bytes.fill(0.0);
+            return loaded;
+        }
+        let secs = span as f64 * 1e-9;
+        for (i, t) in loaded.iter_mut().enumerate() {
+            let demand = self.neighbour_bytes[i] / secs;
+            if demand == 0.0 {
+                continue;
+            }
+            let victim = self.traffic[i].total() * self.tiering.app.line_bytes / secs;
+            let room = t.bandwidth * MAX_UTILISATION - t.background;
+            let served = if demand + victim > room {
+                room * demand / (demand + victim)
+            } else {
+                demand
+            };
+            t.background += served;
+            self.neighbour_served += served * secs;
+        }
+        self.neighbour_bytes.fill(0.0);
+        loaded
     }
 
     /// Each tier's loaded latency in the last window (idle, with background, before any).
@@ -205,6 +246,23 @@ impl Participant<Shared<'_>> for PerfWindows {
     fn wake(&mut self, e: &mut dyn Engine, s: &mut Shared, now: Nanos) -> Result<(), RunError> {
         s.close_window(e, now);
         self.next += self.period;
+        Ok(())
+    }
+}
+
+/// The neighbour tenant: steps its clock and adds its traffic to the coming window; a
+/// throttling policy it carries reads its counter and sets its quota. Listed before the
+/// performance windows, so a window closing at a step's time includes that step.
+struct NeighbourPart(NeighbourTenant);
+
+impl Participant<Shared<'_>> for NeighbourPart {
+    fn next_wakeup(&self) -> Nanos {
+        self.0.next_wakeup()
+    }
+
+    fn wake(&mut self, _: &mut dyn Engine, s: &mut Shared, now: Nanos) -> Result<(), RunError> {
+        let bytes = self.0.wake(now);
+        s.neighbour_bytes[self.0.tier] += bytes;
         Ok(())
     }
 }
@@ -272,6 +330,20 @@ impl Participant<Shared<'_>> for EngineFed {
     }
 }
 
+/// The participants of a run: the neighbour tenant first (when there is one), then the
+/// performance windows.
+fn with_neighbour<'a, 'b>(
+    neighbour: &'a mut Option<NeighbourPart>,
+    windows: &'a mut PerfWindows,
+) -> Vec<&'a mut dyn Participant<Shared<'b>>> {
+    let mut parts: Vec<&mut dyn Participant<Shared>> = vec![];
+    if let Some(n) = neighbour {
+        parts.push(n);
+    }
+    parts.push(windows);
+    parts
+}
+
 /// Runs one policy job.
 pub fn run_policy(
     exp: &Experiment,
@@ -291,12 +363,28 @@ pub fn run_policy(
         traffic: vec![TierTraffic::default(); n_tiers],
         copied: vec![0.0; n_tiers],
         moves: vec![],
+        neighbour_bytes: vec![0.0; n_tiers],
+        neighbour_served: 0.0,
     };
     let mut windows = PerfWindows {
         period: tiering.window_ns,
         next: tiering.window_ns,
     };
     let mut monitor_cycles = 0.0;
+    let mut neighbour = match &tiering.neighbour {
+        None => None,
+        Some((n, tier)) => {
+            let throttle = match &entry.config {
+                PolicyConfig::Throttle(c) => {
+                    Some((entry.config.build(None), c.telemetry, c.interval.0))
+                }
+                _ => None,
+            };
+            Some(NeighbourPart(NeighbourTenant::new(
+                exp, n, *tier, throttle,
+            )?))
+        }
+    };
     let mut engine;
     match (entry.config.input(), job.monitor) {
         (PolicyInput::Monitor(_), Some(m)) => {
@@ -308,7 +396,8 @@ pub fn run_policy(
             );
             let policy = entry.config.build(Some((monitor.intervals(), mc.emits())));
             let mut fed = MonitorFed { monitor, policy };
-            let mut parts: [&mut dyn Participant<Shared>; 2] = [&mut windows, &mut fed];
+            let mut parts = with_neighbour(&mut neighbour, &mut windows);
+            parts.push(&mut fed);
             drive(
                 engine.as_mut(),
                 &mut parts,
@@ -340,7 +429,8 @@ pub fn run_policy(
                 end,
                 free: entry.config.free_moves(),
             };
-            let mut parts: [&mut dyn Participant<Shared>; 2] = [&mut windows, &mut fed];
+            let mut parts = with_neighbour(&mut neighbour, &mut windows);
+            parts.push(&mut fed);
             drive(
                 engine.as_mut(),
                 &mut parts,
@@ -350,10 +440,11 @@ pub fn run_policy(
                 Some(slot),
             )?;
         }
-        (PolicyInput::Nothing, _) => {
-            // The placement stays as it started.
+        (PolicyInput::Nothing | PolicyInput::TenantCounter, _) => {
+            // The placement stays as it started (a throttling policy rides on the
+            // neighbour tenant).
             engine = crate::build::engine(exp, TIERS, Truth::Accessed)?;
-            let mut parts: [&mut dyn Participant<Shared>; 1] = [&mut windows];
+            let mut parts = with_neighbour(&mut neighbour, &mut windows);
             drive(
                 engine.as_mut(),
                 &mut parts,
@@ -405,6 +496,7 @@ pub fn run_policy(
         windows: std::mem::take(&mut shared.windows),
         migration: stats,
         summary,
+        neighbour: neighbour.map(|n| n.0.finish(shared.neighbour_served, end, &exp.cost)),
     })
 }
 

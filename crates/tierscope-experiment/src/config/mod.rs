@@ -10,12 +10,14 @@
 pub mod limits;
 pub mod machine;
 pub mod monitors;
+pub mod neighbour;
 pub mod source_map;
 mod strict;
 pub mod tiering;
 
 pub use machine::{EngineKind, MachineConfig};
 pub use monitors::MonitorEntry;
+pub use neighbour::Neighbour;
 pub use tiering::{PolicyEntry, Tiering};
 
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 
 use super::machine::EngineKind;
 use super::monitors::MonitorEntry;
+use super::neighbour::Neighbour;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -55,6 +56,9 @@ struct TieringFile {
     migration: MigrationConfig,
     #[serde(default)]
     app: AppModel,
+    /// A second tenant sharing the tiers (the noisy neighbour).
+    #[serde(default)]
+    neighbour: Option<Neighbour>,
 }
 
 fn default_window() -> Duration {
@@ -79,6 +83,8 @@ pub struct Tiering {
     pub window_ns: u64,
     pub migration: MigrationConfig,
     pub app: AppModel,
+    /// A second tenant sharing the tiers, and its tier's index.
+    pub neighbour: Option<(Neighbour, usize)>,
 }
 
 impl Tiering {
@@ -111,14 +117,18 @@ impl Tiering {
                 v
             })
             .collect();
-        serde_json::json!({
+        let mut doc = serde_json::json!({
             "tiers": tiers,
             "placement": self.setup.initial,
             "policies": policies,
             "window": Duration(self.window_ns),
             "migration": self.migration,
             "app": self.app,
-        })
+        });
+        if let Some((n, _)) = &self.neighbour {
+            doc["neighbour"] = serde_json::to_value(n).expect("the neighbour serialises");
+        }
+        doc
     }
 }
 
@@ -505,6 +515,29 @@ pub fn parse(
         }
         policies.push(entry);
     }
+    let neighbour = match file.neighbour {
+        Some(nb) => {
+            nb.validate(&tiers).map_err(|e| e.under("neighbour"))?;
+            let tier = nb.tier_index(&tiers).expect("validated");
+            Some((nb, tier))
+        }
+        None => None,
+    };
+    if neighbour.is_none() {
+        if let Some(i) = policies
+            .iter()
+            .position(|p| p.config.input() == PolicyInput::TenantCounter)
+        {
+            return Err(FieldError::new(
+                format!("policies[{i}]"),
+                format!(
+                    "`{}` reads the neighbour tenant's counter, and the experiment has none \
+                     (add [tiering.neighbour])",
+                    policies[i].config.kind()
+                ),
+            ));
+        }
+    }
     Ok(Tiering {
         setup: TierSetup {
             tiers,
@@ -514,5 +547,6 @@ pub fn parse(
         window_ns: file.window.0,
         migration: file.migration,
         app: file.app,
+        neighbour,
     })
 }

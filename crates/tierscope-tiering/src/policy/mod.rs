@@ -14,6 +14,7 @@ crate::registry::registry! {
     Oracle(oracle::OracleConfig) = "oracle",
     Static(fixed::StaticConfig) = "static",
     Mglru(mglru::MglruConfig) = "mglru",
+    Throttle(throttle::ThrottleConfig) = "throttle",
 }
 
 use crate::migration::Move;
@@ -85,6 +86,12 @@ pub trait Policy: Send {
 
     /// Decides moves at `view.now`; the migration engine carries them out in order.
     fn act(&mut self, view: &View, out: &mut Vec<Move>);
+
+    /// The CPU quota in force at `now` for the neighbour tenant (`[tiering.neighbour]`),
+    /// in (0, 1]: 1, unthrottled, for every policy but a throttling one.
+    fn quota(&mut self, _now: Nanos) -> f64 {
+        1.0
+    }
 }
 
 /// The part of `range` to move when only `take` of its `off` bytes still to move fit: all
