@@ -10,12 +10,11 @@ named assumption a separate run, printed as the repro's table rows.
         --vary 'monitors[0].period=5003,20011,80021'
     python scripts/nemo_sensitivity.py thp --set 'monitors[0].period=599'
 
-    python scripts/nemo_sensitivity.py noisy --duration 10
+    python scripts/nemo_sensitivity.py noisy \
+        --set 'tiering.app.compute_ns=24.7' --set 'tiering.app.mlp=75'
 
-`noisy` runs use case 3 (seed 1) and sets beside each row's p99 increase of the victim's
-memory latency what it becomes in a request whose p99 time is memory for a share `phi`
-and the rest fixed (network stack, CPU): `phi` x the memory increase, with `phi` from the
-paper's unthrottled row (+22 % end to end) over ours; the throttled rows are the check.
+`noisy` runs use case 3 (experiments/nemo/noisy-neighbour.toml, the victim alone and each
+policy run) and prints each row's p99 and mean increase beside the paper's.
 
 `--vary PATH=V1,V2,...` runs once per value (on top of every `--set`); `--json FILE`
 also writes the rows. The documented numbers and their commands are in
@@ -51,24 +50,10 @@ PAPER_NOISY = {
 }
 
 
-def noisy(duration_s: float) -> list[dict[str, Any]]:
-    """Use case 3 with each row's memory-latency p99 increase diluted into a request's:
-    `phi` = the paper's unthrottled increase over ours (one input from a measurement the
-    throttled rows are then checked against)."""
-    from tierscope import _core
-
-    rows = _core.nemo_noisy_neighbour(seed=1, duration_s=duration_s)
-    ours = {r["technique"]: r["p99_increase"] for r in rows}
-    phi = PAPER_NOISY["unthrottled"] / ours["unthrottled"]
+def noisy(duration_s: float | None, overrides: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Use case 3's rows with the paper's p99 increase beside each."""
     return [
-        {
-            "technique": r["technique"],
-            "memory_p99_increase": r["p99_increase"],
-            "phi": phi,
-            "request_p99_increase": None if r["p99_increase"] is None else phi * r["p99_increase"],
-            "paper": PAPER_NOISY.get(r["technique"]),
-        }
-        for r in rows
+        {**r, "paper": PAPER_NOISY.get(r["technique"])} for r in nemo.noisy(duration_s, overrides)
     ]
 
 
@@ -87,19 +72,14 @@ def main() -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args()
     out = []
-    if args.case == "noisy":
-        rows = noisy(args.duration or 10.0)
-        keys = ["technique", "memory_p99_increase", "phi", "request_p99_increase", "paper"]
-        print(f"## noisy, seed 1, {args.duration or 10.0:g} s")
-        print(" | ".join(keys))
-        for r in rows:
-            print(" | ".join(_fmt(r.get(k)) for k in keys))
-        out.append({"overrides": [], "rows": rows})
-    for overrides in [] if args.case == "noisy" else _runs(args.set, args.vary):
+    for overrides in _runs(args.set, args.vary):
         t0 = time.monotonic()
         if args.case == "hotset":
             rows, _ = nemo.hotset(args.duration, overrides)
             keys = ["technique", "share_before", "to_half_s", "to_80_s", "cpu_percent"]
+        elif args.case == "noisy":
+            rows = noisy(args.duration, overrides)
+            keys = ["technique", "p99_increase", "mean_increase", "detection_s", "paper"]
         else:
             rows = nemo.thp(args.duration, overrides)
             keys = ["ratio", "technique", "candidates", "found_95_s", "found_end", "cpu_percent"]
