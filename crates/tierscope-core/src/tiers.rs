@@ -107,15 +107,18 @@ impl MlcLoadedLatency {
     /// highest, the ratio its latency over the lightest row's. Rows past the highest
     /// bandwidth are dropped (more injection there adds queueing, no bandwidth: the
     /// performance model stretches the window instead), and both coordinates are kept
-    /// non-decreasing (a running maximum over MLC's noise), so the curve is monotone.
+    /// non-decreasing (a running maximum over MLC's noise), so the curve is monotone. Both
+    /// are rounded to 4 decimals (MLC prints 4-5 significant digits): short numbers survive
+    /// the experiment document's trips through JSON and TOML bit for bit.
     pub fn curve(&self) -> Vec<[f64; 2]> {
+        let round = |x: f64| (x * 1e4).round() / 1e4;
         let peak = self.rows.iter().map(|r| r.2).fold(0.0, f64::max);
         let idle = self.rows[0].1;
         let mut out: Vec<[f64; 2]> = Vec::with_capacity(self.rows.len());
         let (mut u, mut ratio) = (0.0f64, 1.0f64);
         for &(_, latency, bandwidth) in self.rows {
-            u = u.max(bandwidth / peak);
-            ratio = ratio.max(latency / idle);
+            u = u.max(round(bandwidth / peak));
+            ratio = ratio.max(round(latency / idle));
             match out.last_mut() {
                 Some(p) if p[0] == u => p[1] = ratio,
                 _ => out.push([u, ratio]),
@@ -415,9 +418,10 @@ mod tests {
         assert_eq!(curve.last().unwrap()[0], 1.0);
         let mut t = setup(InitialPlacement::AllSlow, 0).tiers[0].clone();
         t.curve = curve;
-        // A row is met exactly: 101.21 ns at 111.6 of 216.6 GB/s, on 100 ns idle.
+        // A row is met (to the curve's 4 decimals): 101.21 ns at 111.6 of 216.6 GB/s, on
+        // 100 ns idle.
         let u = 111_587.4 / 216_643.0;
-        assert!((t.loaded_latency(u) - 100.0 * 101.21 / 81.40).abs() < 1e-9);
+        assert!((t.loaded_latency(u) - 100.0 * 101.21 / 81.40).abs() < 0.01);
         // From [0, 1] to the first point, flat after the last, capped like the formula.
         assert_eq!(t.loaded_latency(0.0), 100.0);
         assert_eq!(t.loaded_latency(5.0), t.loaded_latency(MAX_UTILISATION));
