@@ -236,7 +236,8 @@ impl NeighbourTenant {
                 self.phase = Some(k);
                 self.on_phases += 1;
                 self.start_quota_sum += self.quota;
-                self.phase_start = Some(now - into);
+                // A phase already running when the run starts counts from the start.
+                self.phase_start = Some(now.saturating_sub(into));
             }
             if quota < self.quota {
                 if let Some(start) = self.phase_start.take() {

@@ -142,6 +142,21 @@ fn the_neighbour_round_trips_through_the_document() {
 }
 
 #[test]
+fn a_phase_running_at_the_start_counts_from_the_start() {
+    // Offset 350 ms of a 400 ms cycle: the neighbour has been busy for 50 ms when the run
+    // starts; its cut comes about 10 ms (a reading and the actuation) into the run.
+    let r = run(
+        "stat",
+        &NEIGHBOUR.replace("50ms", "350ms"),
+        r#"{ type = "throttle", target = "64MiB" }"#,
+    );
+    let n = r.policies[0].neighbour.as_ref().unwrap();
+    assert_eq!((n.on_phases, n.detected), (3, 3));
+    let d = n.detection_ns.unwrap();
+    assert!(d > 10e6 && d < 12e6, "{d}");
+}
+
+#[test]
 fn same_seed_same_numbers() {
     let a = run("stat", NEIGHBOUR, POLICIES);
     let b = run("stat", NEIGHBOUR, POLICIES);
