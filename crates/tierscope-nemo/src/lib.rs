@@ -4,8 +4,8 @@
 //! notify (`pipeline`, with the operators in `ops`); pipelines must fit the controller's
 //! SRAM (`sram`, `controller`); the driver registers telemetries, programs translations,
 //! merges reads across controllers and drains notifications (`driver`); `multiplex`
-//! rotates regions through translation entries and gives §6.1's sweep time; `noisy` is
-//! the noisy-neighbour use case (§5.3) built on the driver.
+//! rotates regions through translation entries and gives §6.1's sweep time. (The
+//! noisy-neighbour use case, §5.3, runs on the engines: the `throttle` policy.)
 //! docs/techniques/NEMO.md gives every rule's source in the paper or the public code.
 
 pub mod controller;
@@ -13,7 +13,6 @@ pub mod driver;
 pub mod interleave;
 pub mod llc;
 pub mod multiplex;
-pub mod noisy;
 pub mod pipeline;
 pub mod sram;
 

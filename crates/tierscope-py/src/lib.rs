@@ -77,7 +77,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cori::cori_baseline, m)?)?;
     m.add_function(wrap_pyfunction!(cori::cori_tune, m)?)?;
     m.add_function(wrap_pyfunction!(cori::cori_trials_to_within, m)?)?;
-    m.add_function(wrap_pyfunction!(nemo::nemo_noisy_neighbour, m)?)?;
     m.add_function(wrap_pyfunction!(nemo::nemo_thp_split, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_page_stats, m)?)?;
