@@ -196,8 +196,9 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// The queueing coefficient of the formula curve: latency 1.1x idle at 50 % utilisation,
 /// 1.9x at 90 %, about 11x at saturation (docs/models/TIERING.md, the loaded-latency curve).
-/// The presets with a measured curve keep it for models that use the formula (the
-/// noisy-neighbour contention model).
+/// The presets with a measured curve keep it as their `queueing` field, unused while the
+/// curve is there (its one user, the standalone noisy-neighbour model, runs on the engines
+/// now: docs/techniques/THROTTLE.md).
 pub const DEFAULT_QUEUEING: f64 = 0.1;
 
 pub const TIER_PRESETS: &[TierPreset] = &[
