@@ -152,6 +152,28 @@ pub trait WriteLog {
     fn drain_tables(&mut self, out: &mut Vec<AddrRange>);
 }
 
+/// DAMON's sampling of one aggregation window, asked of an engine all at once: sampling
+/// interval `k` (`0 <= k < samples`) clears the ACCESSED bit of the leaf entry under a
+/// random address of each region at `start + k * sample` and reads it one `sample` later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSampling {
+    pub start: Nanos,
+    pub sample: Nanos,
+    pub samples: u32,
+    /// How many (address, interval) points per region the engine may evaluate to
+    /// estimate the region's probability of finding the bit set.
+    pub points: u32,
+}
+
+/// An engine that estimates DAMON's per-sample reads per aggregation window instead of
+/// evaluating each (the statistical engine, where each read is a probability anyway).
+pub trait WindowSampler {
+    /// For each of `regions`, how many of the window's sampling intervals found the bit
+    /// set, into `out` (cleared first); charges the reads and test-and-clears the samples
+    /// would have made. The regions' entries are left as they were (no bit is cleared).
+    fn sample_window(&mut self, w: WindowSampling, regions: &[AddrRange], out: &mut Vec<u32>);
+}
+
 /// Linux's `tlb_single_page_flush_ceiling` default.
 pub const FLUSH_CEILING_PAGES: u64 = 33;
 
@@ -217,6 +239,12 @@ pub trait Machine {
 
     /// The memory tiers, when the machine models them ([`Capability::Tiers`]).
     fn tiers(&mut self) -> Option<&mut dyn Tiers> {
+        None
+    }
+
+    /// DAMON's sampling estimated per aggregation window, when the engine offers it (only
+    /// ever asked for: an engine without it answers every sample's read one by one).
+    fn window_sampler(&mut self) -> Option<&mut dyn WindowSampler> {
         None
     }
 

@@ -11,8 +11,9 @@
 //!     the table: every case at 1 TB and 5 TB, 60 s, 600 s and 2400 s simulated
 //! ... --example bench_speed -- table [SIZES] [DURATIONS] [MONITOR,...]
 //!     e.g. `table 1TB 60s,600s damon-mod,pebs-agg`
-//! ... --example bench_speed -- one MONITOR POLICY SIZE DURATION
-//!     one case (to time as a whole process, e.g. against another build)
+//! ... --example bench_speed -- one MONITOR POLICY SIZE DURATION [SEED]
+//!     one case (to time as a whole process, e.g. against another build; a seed other
+//!     than the experiments' default to compare outcomes)
 //! ```
 //!
 //! A row prints simulated seconds per CPU second (the thread's own CPU time, which other
@@ -25,10 +26,13 @@ use tierscope_experiment::tiering_run::{jobs, run_policy};
 use tierscope_experiment::{parse_experiment, Format, Progress};
 
 /// Every monitor with a policy it can feed: the Telescope rule for access checks, HeMem
-/// for samples and counts, TPP for hint faults.
+/// for samples and counts, TPP for hint faults. `PRESET:window` is DAMON with
+/// `sampling = "window"` (each region's samples of an aggregation window estimated at once).
 const CASES: &[(&str, &str)] = &[
     ("damon-mod", "telescope-rule"),
     ("damon-agg", "telescope-rule"),
+    ("damon-mod:window", "telescope-rule"),
+    ("damon-agg:window", "telescope-rule"),
     ("telescope-bnd", "telescope-rule"),
     ("telescope-flx", "telescope-rule"),
     ("split-hint", "telescope-rule"),
@@ -39,20 +43,29 @@ const CASES: &[(&str, &str)] = &[
 ];
 
 /// The experiment of one case: `terabytes` TB of 5 MB values (200 K keys per TB).
-fn experiment(monitor: &str, policy: &str, terabytes: u64, duration: &str) -> String {
+fn experiment(monitor: &str, policy: &str, terabytes: u64, duration: &str, seed: &str) -> String {
     let keys = 200_000 * terabytes;
     // A standard deviation of 100 keys, as memtier-gaussian-1t.toml.
     let stddev = 100.0 / keys as f64;
     // NEMO's translation entries index 2 MiB pages directly: enough for the heap.
-    let extra = if monitor.starts_with("nemo") {
+    let (monitor, variant) = monitor.split_once(':').unwrap_or((monitor, ""));
+    let extra = if variant == "window" {
+        "sampling = \"window\"".to_string()
+    } else if monitor.starts_with("nemo") {
         let pages = (keys * 5_000_000).div_ceil(2 << 20);
         format!("entries = {}", pages.next_power_of_two())
     } else {
         String::new()
     };
+    let seed = if seed.is_empty() {
+        String::new()
+    } else {
+        format!("seed = {seed}")
+    };
     format!(
         r#"
 duration = "{duration}"
+{seed}
 [machine]
 engine = "stat"
 [workload]
@@ -88,8 +101,9 @@ fn run(
     policy: &str,
     terabytes: u64,
     duration: &str,
+    seed: &str,
 ) -> Result<(f64, f64, String), String> {
-    let text = experiment(monitor, policy, terabytes, duration);
+    let text = experiment(monitor, policy, terabytes, duration, seed);
     let exp = parse_experiment(&text, "bench", Path::new("."), Format::Toml)
         .map_err(|e| e.to_string())?;
     let job = jobs(&exp)[0];
@@ -125,8 +139,8 @@ fn main() {
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or(default.into());
     if args.first().map(String::as_str) == Some("one") {
         let (monitor, policy, size, duration) = (arg(1, ""), arg(2, ""), arg(3, ""), arg(4, ""));
-        let (cpu, wall, line) =
-            run(&monitor, &policy, terabytes(&size), &duration).unwrap_or_else(|e| {
+        let (cpu, wall, line) = run(&monitor, &policy, terabytes(&size), &duration, &arg(5, ""))
+            .unwrap_or_else(|e| {
                 eprintln!("{e}");
                 std::process::exit(2)
             });
@@ -154,7 +168,7 @@ fn main() {
             print!("| {monitor} | {policy} | {size} |");
             let mut cpus = vec![];
             for d in &durations {
-                match run(monitor, policy, terabytes(size), d) {
+                match run(monitor, policy, terabytes(size), d, "") {
                     Ok((cpu, _, _)) => {
                         print!(" {:.0} |", seconds(d) / cpu);
                         cpus.push(cpu);

@@ -5,6 +5,7 @@
 
 use crate::regions::{three_regions, Region, Regions};
 use crate::shared::RegionAttrs;
+use tierscope_core::machine::WindowSampling;
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Intervals, Machine, Monitor, Nanos, Snapshot};
 
@@ -22,6 +23,12 @@ pub trait Probe: Send {
 
     /// Called after the regions changed (split, merge, range update).
     fn regions_changed(&mut self, _regions: &[Region]) {}
+
+    /// Points per region to ask of a [`WindowSampler`] for a whole aggregation window's
+    /// counts at once, when the probe allows that (`None`: every sample is read).
+    fn window_points(&self) -> Option<u32> {
+        None
+    }
 }
 
 pub struct RegionMonitor<P: Probe> {
@@ -34,6 +41,10 @@ pub struct RegionMonitor<P: Probe> {
     samples_in_window: u64,
     window_start: Nanos,
     next_ops_update: Nanos,
+    /// Whether whole windows are sampled at once (decided at the first wake-up).
+    by_window: bool,
+    counts: Vec<u32>,
+    ranges_scratch: Vec<AddrRange>,
 }
 
 impl<P: Probe> RegionMonitor<P> {
@@ -48,6 +59,9 @@ impl<P: Probe> RegionMonitor<P> {
             samples_in_window: 0,
             window_start: 0,
             next_ops_update: attrs.ops_update,
+            by_window: false,
+            counts: vec![],
+            ranges_scratch: vec![],
         }
     }
 
@@ -62,6 +76,84 @@ impl<P: Probe> RegionMonitor<P> {
     fn samples_per_window(&self) -> u64 {
         (self.attrs.aggr / self.attrs.sample).max(1)
     }
+
+    /// The end of an aggregation window: merge, report, reset, split; and the ops update
+    /// when due.
+    fn end_window(&mut self, m: &mut dyn Machine, now: Nanos) -> Snapshot {
+        let regions = self
+            .regions
+            .as_mut()
+            .expect("regions exist after the first wake-up");
+        let threshold = regions.max_nr_accesses() / 10;
+        let limit = regions.sz_limit();
+        regions.merge(threshold, limit, m.cost_mut());
+        let snapshot = Snapshot {
+            start: self.window_start,
+            end: now,
+            regions: regions.report(),
+        };
+        regions.reset_aggregated();
+        regions.split(&mut self.rng, m.cost_mut());
+        self.samples_in_window = 0;
+        self.window_start = now;
+        self.probe.regions_changed(&regions.list);
+        snapshot
+    }
+
+    fn update_ranges(&mut self, m: &mut dyn Machine, now: Nanos) {
+        if now >= self.next_ops_update {
+            let regions = self
+                .regions
+                .as_mut()
+                .expect("regions exist after the first wake-up");
+            regions.set_ranges(&Self::ranges(m));
+            self.next_ops_update += self.attrs.ops_update;
+            self.probe.regions_changed(&regions.list);
+        }
+    }
+
+    /// A wake-up at the end of a window sampled at once: the engine counts every region's
+    /// samples of the window, charged as the per-sample path charges them.
+    fn wake_by_window(&mut self, m: &mut dyn Machine, points: u32) -> Option<Snapshot> {
+        let now = m.now();
+        let samples = self.samples_per_window();
+        let window = now - self.window_start;
+        let snapshot = if self.prepared && window > 0 {
+            let regions = self
+                .regions
+                .as_mut()
+                .expect("regions exist after the first wake-up");
+            self.ranges_scratch.clear();
+            self.ranges_scratch
+                .extend(regions.list.iter().map(|r| AddrRange::new(r.start, r.end)));
+            let w = WindowSampling {
+                start: self.window_start,
+                sample: self.attrs.sample,
+                samples: samples as u32,
+                points,
+            };
+            m.window_sampler()
+                .expect("window sampling was chosen where the engine offers it")
+                .sample_window(w, &self.ranges_scratch, &mut self.counts);
+            // Each sample checks and prepares every region, drawing its address.
+            let visits = regions.list.len() as u64 * samples;
+            let cost = m.cost_mut();
+            cost.region_visits += 2 * visits;
+            cost.random_draws += visits;
+            for (r, &n) in regions.list.iter_mut().zip(&self.counts) {
+                r.nr_accesses = n;
+            }
+            let snapshot = self.end_window(m, now);
+            self.update_ranges(m, now);
+            Some(snapshot)
+        } else {
+            None
+        };
+        self.prepared = true;
+        self.window_start = now;
+        self.next_wakeup = now + samples * self.attrs.sample;
+        snapshot
+    }
 }
 
 impl<P: Probe> Monitor for RegionMonitor<P> {
@@ -71,12 +163,18 @@ impl<P: Probe> Monitor for RegionMonitor<P> {
 
     fn wake(&mut self, m: &mut dyn Machine) -> Option<Snapshot> {
         let now = m.now();
+        if self.regions.is_none() {
+            self.regions = Some(Regions::new(&Self::ranges(m), self.attrs));
+            self.by_window = self.probe.window_points().is_some() && m.window_sampler().is_some();
+        }
+        if self.by_window {
+            let points = self.probe.window_points().expect("chosen by the probe");
+            return self.wake_by_window(m, points);
+        }
         let samples_per_window = self.samples_per_window();
-        let regions = self
-            .regions
-            .get_or_insert_with(|| Regions::new(&Self::ranges(m), self.attrs));
         let mut snapshot = None;
         if self.prepared {
+            let regions = self.regions.as_mut().expect("created above");
             for (i, r) in regions.list.iter_mut().enumerate() {
                 m.cost_mut().region_visits += 1;
                 if self.probe.check(i, r, m) {
@@ -85,26 +183,11 @@ impl<P: Probe> Monitor for RegionMonitor<P> {
             }
             self.samples_in_window += 1;
             if self.samples_in_window == samples_per_window {
-                let threshold = regions.max_nr_accesses() / 10;
-                let limit = regions.sz_limit();
-                regions.merge(threshold, limit, m.cost_mut());
-                snapshot = Some(Snapshot {
-                    start: self.window_start,
-                    end: now,
-                    regions: regions.report(),
-                });
-                regions.reset_aggregated();
-                regions.split(&mut self.rng, m.cost_mut());
-                self.samples_in_window = 0;
-                self.window_start = now;
-                self.probe.regions_changed(&regions.list);
+                snapshot = Some(self.end_window(m, now));
             }
-            if now >= self.next_ops_update {
-                regions.set_ranges(&Self::ranges(m));
-                self.next_ops_update += self.attrs.ops_update;
-                self.probe.regions_changed(&regions.list);
-            }
+            self.update_ranges(m, now);
         }
+        let regions = self.regions.as_mut().expect("created above");
         for (i, r) in regions.list.iter_mut().enumerate() {
             m.cost_mut().region_visits += 1;
             self.probe.prepare(i, r, m, &mut self.rng);

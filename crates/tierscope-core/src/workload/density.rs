@@ -90,6 +90,13 @@ impl RegionDensity {
         matches!(self.model, Model::Uniform)
     }
 
+    /// Whether neighbouring pages' masses differ little (uniform, gaussian), so that a few
+    /// pages spread over a range stand for all of its pages; not so for hotspots and
+    /// scrambled zipf (hot pages scattered among cold ones) nor zipf (a steep head).
+    pub fn is_smooth(&self) -> bool {
+        matches!(self.model, Model::Uniform | Model::Gaussian(_))
+    }
+
     /// Bytes of the region.
     pub fn size(&self) -> u64 {
         self.size

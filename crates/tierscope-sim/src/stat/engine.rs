@@ -6,6 +6,8 @@
 //! (seed, entry, interval), so a run is deterministic per seed and independent of the
 //! order in which entries are read.
 
+mod windows;
+
 use super::caches::RegionCaches;
 use super::density::{Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
@@ -436,6 +438,10 @@ impl Machine for StatEngine {
 
     fn mem_telemetry(&mut self) -> Option<&mut dyn MemTelemetry> {
         Some(&mut self.nemo)
+    }
+
+    fn window_sampler(&mut self) -> Option<&mut dyn tierscope_core::machine::WindowSampler> {
+        Some(self)
     }
 
     /// As on the exact engine: the heap's virtual address minus its start.

@@ -1,0 +1,361 @@
+//! DAMON's samples of a whole aggregation window at once ([`WindowSampler`]), for monitors
+//! that ask for it (`sampling = "window"`).
+//!
+//! Per sampling interval DAMON clears the leaf entry under a uniformly random address of
+//! each region and reads it one interval later; here each read is a draw against the
+//! probability that a walk loaded the entry in that interval. The address is drawn anew
+//! and independently every interval, so the draw of interval `k` is set with the mean of
+//! that probability over the region's entries, `p_k`, and a window's count is a sum of
+//! independent Bernoulli(`p_k`) draws. With the intervals alike (a stationary workload),
+//! that is Binomial(`S`, `p`) for `S` intervals and the mean `p` over entries and
+//! intervals.
+//!
+//! Where the workload's densities over a region are smooth (uniform, gaussian:
+//! neighbouring pages alike), this estimates `p` from a few (address, interval) points
+//! instead of evaluating every sample: the region is cut into `points` equal strata of
+//! addresses and the window into `points` runs of intervals; point `j` is a random address
+//! of stratum `j` in a random interval of run `j`, evaluated exactly as a per-sample read
+//! would be (cleared at the interval's start, flushes from then on). The stratified mean
+//! of the points is an unbiased estimate of `p`; the count is then drawn from
+//! Binomial(`S`, estimate). Its mean is the per-sample count's; its variance exceeds it by
+//! at most `S (S - 1)` times the estimate's variance, which is zero for a region whose
+//! entries and intervals are alike and small where the density changes little within an
+//! eighth of the region. Elsewhere (hotspots, zipf, sequential sweeps: a few hot pages
+//! among cold ones, which a few points miss or over-weight) every sample is evaluated at
+//! its own uniformly random address and drawn on its own, as per sample, which costs one
+//! evaluation per sample but keeps no entry.
+//!
+//! What the per-sample path does and this does not (docs/models/FIDELITY.md):
+//! - an entry a previous sample cleared and no walk loaded since keeps, per sample, the
+//!   freshness a flush gave it; here every sampled entry starts fresh-less;
+//! - DAMON reuses the previous region's result when both addresses lie in one folio
+//!   (regions inside one huge page); here every region draws its own;
+//! - a flush at the instant of a clear counts as after it (DAMON's policy migrates, and
+//!   flushes, right after the prepares of the window's last wake-up);
+//! - `bits_cleared` counts every sample's test-and-clear as a flip, an upper bound (per
+//!   sample, an entry a previous sample cleared and nothing loaded since is no flip).
+//!
+//! No entry is cleared, so the entry store does not grow with the samples.
+
+use super::{unit, StatEngine};
+use crate::stat::walks::{log_no_load, Target, World};
+use tierscope_core::machine::{WindowSampler, WindowSampling};
+use tierscope_core::rng::mix64;
+use tierscope_core::workload::PatternKind;
+use tierscope_core::{AddrRange, Machine};
+
+/// Salts the hashes of this module apart from the per-entry reads'.
+const SALT: u64 = 0x7769_6e64_6f77;
+
+impl StatEngine {
+    /// The probability that the leaf entry under `va`, cleared at the start of sampling
+    /// interval `[t0, t1)`, is found set at its end, and the steps of the walk reaching
+    /// it; `None` when `va` is unmapped.
+    fn p_set_in(&self, va: u64, t0: u64, t1: u64, first_flush: usize) -> Option<(f64, u64)> {
+        let leaf = self.leaf_of(va)?;
+        let steps = (self.paging.root().index() - leaf.index() + 1) as u64;
+        if self.is_dead(leaf, va) {
+            return Some((0.0, steps));
+        }
+        let span_start = leaf.align_down(va);
+        let t = Target {
+            level: leaf,
+            leaf,
+            span: AddrRange::new(span_start, span_start + leaf.span()),
+            stores_only: false,
+        };
+        let (ia, ib) = (self.workload.count_at(t0), self.workload.count_at(t1));
+        let events = &self.flushes.events[first_flush..];
+        let from = first_flush + events.partition_point(|f| f.at < ia);
+        let world = World {
+            workload: &self.workload,
+            caches: &self.caches,
+            schedules: &self.schedules,
+        };
+        let ln = log_no_load(&world, t, ia, ib, 0, &self.flushes.events[from..]);
+        Some((-ln.exp_m1(), steps))
+    }
+
+    /// The window's count for `r` with every sample evaluated: a uniformly random address
+    /// per interval, drawn on its own (the per-sample reads' distribution).
+    fn sample_each(
+        &mut self,
+        w: WindowSampling,
+        r: AddrRange,
+        h_region: u64,
+        first_flush: usize,
+    ) -> u32 {
+        let mut count = 0;
+        for k in 0..u64::from(w.samples) {
+            let h = mix64(h_region ^ mix64(k));
+            let va = r.start + h % r.len().max(1);
+            let t0 = w.start + k * w.sample;
+            if let Some((p, steps)) = self.p_set_in(va, t0, t0 + w.sample, first_flush) {
+                let cost = self.cost_mut();
+                cost.charge_test_and_clear(steps, true);
+                cost.charge_read(steps);
+                count += u32::from(unit(mix64(h ^ SALT)) < p);
+            }
+        }
+        count
+    }
+}
+
+impl StatEngine {
+    /// Whether every pattern reaching `r` spreads its accesses smoothly (a random
+    /// pattern of a uniform or gaussian density), so that a few points stand for it.
+    fn smooth_over(&self, r: AddrRange) -> bool {
+        self.workload.patterns.iter().all(|p| {
+            p.region.overlap(&r) == 0 || (p.kind == PatternKind::Random && p.density.is_smooth())
+        })
+    }
+}
+
+impl WindowSampler for StatEngine {
+    fn sample_window(&mut self, w: WindowSampling, regions: &[AddrRange], out: &mut Vec<u32>) {
+        out.clear();
+        if w.samples == 0 {
+            out.resize(regions.len(), 0);
+            return;
+        }
+        let samples = u64::from(w.samples);
+        let window_start = self.workload.count_at(w.start);
+        // Flushes before the window apply to no interval of it.
+        let first_flush = self.flushes.events.partition_point(|f| f.at < window_start);
+        for r in regions {
+            let len = r.len() as u128;
+            let h_region = mix64(self.seed ^ mix64(r.start ^ mix64(r.end ^ mix64(w.start ^ SALT))));
+            if !self.smooth_over(*r) {
+                out.push(self.sample_each(w, *r, h_region, first_flush));
+                continue;
+            }
+            let points = u64::from(w.points.clamp(1, w.samples));
+            let mut p = 0.0;
+            for j in 0..points {
+                let h = mix64(h_region ^ mix64(j));
+                // Stratum j of the addresses, run j of the intervals.
+                let lo = r.start + (len * j as u128 / points as u128) as u64;
+                let hi = r.start + (len * (j + 1) as u128 / points as u128) as u64;
+                let va = lo + h % (hi - lo).max(1);
+                let (k0, k1) = (j * samples / points, (j + 1) * samples / points);
+                let k = k0 + mix64(h) % (k1 - k0).max(1);
+                let t0 = w.start + k * w.sample;
+                if let Some((p_j, steps)) = self.p_set_in(va, t0, t0 + w.sample, first_flush) {
+                    p += p_j * (hi - lo) as f64 / r.len() as f64;
+                    // The samples of run j, charged as this point's entry: a test-and-clear
+                    // at the interval's start, a read at its end.
+                    let cost = self.cost_mut();
+                    for _ in k0..k1 {
+                        cost.charge_test_and_clear(steps, true);
+                        cost.charge_read(steps);
+                    }
+                }
+            }
+            let count = (0..samples)
+                .filter(|&k| unit(mix64(h_region ^ mix64(k ^ SALT))) < p)
+                .count();
+            out.push(count as u32);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SimMachine;
+    use crate::WorkloadParams;
+    use tierscope_core::rng::Rng;
+    use tierscope_core::workload::{parse_masim, Density, WorkloadSpec};
+    use tierscope_core::{Engine, Level};
+
+    fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
+        let params = WorkloadParams {
+            spec,
+            rate: 10_000_000,
+            threads: 1,
+            seed,
+            block_size: 2 << 20,
+            truth_threshold: 1,
+        };
+        StatEngine::new(&SimMachine::default(), &params).unwrap()
+    }
+
+    /// Per window and region, the count DAMON's per-sample reads give: a random page of
+    /// each region cleared at every interval's start and read at its end.
+    fn per_sample(
+        e: &mut StatEngine,
+        regions: &[AddrRange],
+        w: WindowSampling,
+        rng: &mut Rng,
+    ) -> Vec<u32> {
+        let mut counts = vec![0; regions.len()];
+        let mut addrs: Vec<u64> = vec![0; regions.len()];
+        for k in 0..=w.samples as u64 {
+            e.advance_to(w.start + k * w.sample);
+            for (i, r) in regions.iter().enumerate() {
+                if k > 0 && e.accessed(Level::Pte, addrs[i]) == Some(true) {
+                    counts[i] += 1;
+                }
+                if k < w.samples as u64 {
+                    addrs[i] = rng.range(r.start, r.end);
+                    e.test_and_clear_accessed(Level::Pte, addrs[i]);
+                }
+            }
+        }
+        counts
+    }
+
+    /// Per region, the count's total and sum of squares over 30 windows of 40 samples.
+    #[derive(Debug, Clone, Default)]
+    struct Moments {
+        sum: Vec<u64>,
+        squares: Vec<u64>,
+    }
+
+    impl Moments {
+        fn add(&mut self, counts: &[u32]) {
+            self.sum.resize(counts.len(), 0);
+            self.squares.resize(counts.len(), 0);
+            for (i, &c) in counts.iter().enumerate() {
+                self.sum[i] += u64::from(c);
+                self.squares[i] += u64::from(c * c);
+            }
+        }
+
+        /// The per-window counts' variance of region `i`.
+        fn variance(&self, i: usize) -> f64 {
+            let mean = self.sum[i] as f64 / 30.0;
+            self.squares[i] as f64 / 30.0 - mean * mean
+        }
+    }
+
+    /// Per-sample reads (a seed of their own for the addresses) and window sampling over
+    /// 30 windows of 40 samples, each on its own engine; and the window engine (to check
+    /// its costs).
+    fn totals(spec: &WorkloadSpec, regions: &[AddrRange]) -> (Moments, Moments, StatEngine) {
+        let mut exact_engine = engine(spec, 2);
+        let mut window_engine = engine(spec, 2);
+        let (windows, sample, samples) = (30, 5_000_000, 40);
+        let (mut exact, mut est) = (Moments::default(), Moments::default());
+        let mut rng = Rng::new(3);
+        let mut out = vec![];
+        for win in 0..windows {
+            let w = WindowSampling {
+                start: win * samples as u64 * sample,
+                sample,
+                samples,
+                points: 8,
+            };
+            let counts = per_sample(&mut exact_engine, regions, w, &mut rng);
+            window_engine.advance_to(w.start + samples as u64 * sample);
+            window_engine.sample_window(w, regions, &mut out);
+            exact.add(&counts);
+            est.add(&out);
+        }
+        (exact, est, window_engine)
+    }
+
+    /// Both totals within four binomial standard deviations (and a little slack), and
+    /// the window counts' spread from window to window at most twice the per-sample one's.
+    fn assert_close(exact: &Moments, est: &Moments) {
+        let n = 1200.0;
+        for i in 0..exact.sum.len() {
+            let (a, b) = (exact.sum[i], est.sum[i]);
+            let p = (a + b) as f64 / (2.0 * n);
+            let tolerance = 4.0 * (2.0 * n * p * (1.0 - p)).sqrt() + 3.0;
+            assert!(
+                (a as f64 - b as f64).abs() <= tolerance,
+                "region {i}: {exact:?} vs {est:?}"
+            );
+            assert!(
+                est.variance(i) <= 2.0 * exact.variance(i) + 1.0,
+                "region {i}: variance {} vs {}",
+                est.variance(i),
+                exact.variance(i)
+            );
+        }
+    }
+
+    #[test]
+    fn window_counts_match_per_sample_reads_on_average() {
+        // A gaussian hot set (a few points per region): regions from its centre to its
+        // tail, of several sizes, and one in memory no pattern touches.
+        let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        spec.phases[0].patterns[0].density = Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.02,
+        };
+        let starts = engine(&spec, 2).layout.region_starts.clone();
+        let mb = 1i64 << 20;
+        let centre = (starts[1] + (512 << 20)) as i64;
+        let regions: Vec<AddrRange> = [
+            (0, 4),
+            (4, 20),
+            (20, 40),
+            (40, 100),
+            (100, 300),
+            (-300, -40),
+        ]
+        .iter()
+        .map(|&(a, b)| AddrRange::new((centre + a * mb) as u64, (centre + b * mb) as u64))
+        .chain([AddrRange::new(starts[0], starts[0] + (256 << 20))])
+        .collect();
+        let (exact, est, e) = totals(&spec, &regions);
+        assert_close(&exact, &est);
+        let (exact, est) = (&exact.sum, &est.sum);
+        assert!(
+            exact[0] > 1000 && exact[3] > 30 && exact[4] == 0,
+            "{exact:?}"
+        );
+        assert_eq!(est[6], 0, "a dead region is never found accessed");
+        // Every sample is charged as a test-and-clear and a read; no entry stays cleared.
+        let c = e.cost();
+        assert_eq!(c.clear_ops, 1200 * regions.len() as u64);
+        assert_eq!(c.entries_read, 2 * c.clear_ops);
+        assert_eq!(e.entries.cleared.len(), 0);
+
+        // A hotspot (1 % of the pages hot, scattered): every sample evaluated on its own.
+        // A few points per region would find no hot page most windows and a few hot
+        // pages in some, so counts of 0 or about S / 8 instead of the per-sample spread.
+        spec.phases[0].patterns[0].density = Density::Hotspot { hot_fraction: 0.01 };
+        let regions: Vec<AddrRange> = [(0, 1), (0, 16), (0, 256), (256, 1024)]
+            .iter()
+            .map(|&(a, b)| AddrRange::new(starts[1] + a * (1 << 20), starts[1] + b * (1 << 20)))
+            .collect();
+        let (exact, est, _) = totals(&spec, &regions);
+        assert_close(&exact, &est);
+        assert!(exact.sum.iter().all(|&n| n > 0), "{exact:?}");
+    }
+
+    #[test]
+    fn window_counts_are_the_same_per_seed() {
+        let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        spec.phases[0].patterns[0].density = Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.02,
+        };
+        let run = || {
+            let mut e = engine(&spec, 2);
+            let hot = e.layout.region_starts[1];
+            let regions: Vec<AddrRange> = (0..16)
+                .map(|i| AddrRange::new(hot + (i << 26), hot + ((i + 1) << 26)))
+                .collect();
+            e.advance_to(400_000_000);
+            let w = WindowSampling {
+                start: 200_000_000,
+                sample: 5_000_000,
+                samples: 40,
+                points: 8,
+            };
+            let mut out = vec![];
+            e.sample_window(w, &regions, &mut out);
+            out
+        };
+        let counts = run();
+        assert_eq!(counts, run());
+        assert!(
+            counts.iter().any(|&n| n > 0) && counts.contains(&0),
+            "{counts:?}"
+        );
+    }
+}
