@@ -128,6 +128,9 @@ struct Shared<'a> {
     /// the bytes its tier served it over the run.
     neighbour_bytes: Vec<f64>,
     neighbour_served: f64,
+    /// The tiers as the window closing sees them (their background raised by the
+    /// neighbour's traffic), kept from window to window.
+    loaded: Vec<TierSpec>,
 }
 
 impl Shared<'_> {
@@ -141,8 +144,8 @@ impl Shared<'_> {
         self.migrator.take_copy_bytes(&mut self.copied);
         let app = &self.tiering.app;
         let start = self.windows.last().map_or(0, |w| w.end_ns);
-        let loaded = self.neighbour_load(tiers.specs(), end - start);
-        let specs: &[TierSpec] = &loaded;
+        self.neighbour_load(tiers.specs(), end - start);
+        let specs: &[TierSpec] = &self.loaded;
         let perf = window_time(app, specs, &self.traffic, &self.copied);
         let n: f64 = self.traffic.iter().map(TierTraffic::total).sum();
         let on = |t: usize| {
@@ -166,20 +169,20 @@ impl Shared<'_> {
         });
     }
 
-    /// The tiers with the neighbour tenant's traffic of the window of `span` ns closing
-    /// now added to their background. Where the tenants together ask for more than a tier
-    /// serves, the neighbour gets the share of the room its demand has (the victim's
-    /// demand read at the window's pace): a saturated controller serves in arrival order.
-    fn neighbour_load(&mut self, specs: &[TierSpec], span: Nanos) -> Vec<TierSpec> {
-        let mut loaded = specs.to_vec();
-        if span == 0 {
-            self.neighbour_bytes.fill(0.0);
-            return loaded;
+    /// Sets `loaded` to the tiers with the neighbour tenant's traffic of the window of
+    /// `span` ns closing now added to their background (the tiers as they are without a
+    /// neighbour). Where the tenants together ask for more than a tier serves, the
+    /// neighbour gets the share of the room its demand has (the victim's demand read at the
+    /// window's pace): a saturated controller serves in arrival order.
+    fn neighbour_load(&mut self, specs: &[TierSpec], span: Nanos) {
+        if self.loaded.len() != specs.len() {
+            self.loaded = specs.to_vec();
         }
         let secs = span as f64 * 1e-9;
-        for (i, t) in loaded.iter_mut().enumerate() {
+        for (i, (t, spec)) in self.loaded.iter_mut().zip(specs).enumerate() {
+            t.background = spec.background;
             let demand = self.neighbour_bytes[i] / secs;
-            if demand == 0.0 {
+            if span == 0 || demand == 0.0 {
                 continue;
             }
             let victim = self.traffic[i].total() * self.tiering.app.line_bytes / secs;
@@ -193,7 +196,6 @@ impl Shared<'_> {
             self.neighbour_served += served * secs;
         }
         self.neighbour_bytes.fill(0.0);
-        loaded
     }
 
     /// Each tier's loaded latency in the last window (idle, with background, before any).
@@ -365,6 +367,7 @@ pub fn run_policy(
         moves: vec![],
         neighbour_bytes: vec![0.0; n_tiers],
         neighbour_served: 0.0,
+        loaded: vec![],
     };
     let mut windows = PerfWindows {
         period: tiering.window_ns,
