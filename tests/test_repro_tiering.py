@@ -84,6 +84,32 @@ def test_repro_tiering_table(
     # Stored: a second call runs nothing again.
     assert telescope_tiering.main(out, only=None, executor="local", jobs=0, progress=False) == 0
     assert "(2 already stored)" in capsys.readouterr().out
+    # The same store asked for runs of another length: refused, not read as those.
+    with pytest.raises(tierscope.OutputError):
+        telescope_tiering.main(out, only=None, executor="local", jobs=0, progress=False, quick=True)
+
+
+def test_paper_length_is_the_papers_40_minutes() -> None:
+    assert "set" not in telescope_tiering.sweep()
+    assert telescope_tiering.sweep(paper_length=True)["set"] == {
+        "duration": "2400s",
+        "warmup": "150s",
+        "workload.kv.duration": "2400s",
+    }
+    assert telescope_tiering.sweep(quick=True)["set"]["duration"] == "6s"
+
+
+def test_quick_and_paper_length_together_are_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(tierscope.ConfigError, match="--quick and --paper-length"):
+        telescope_tiering.main(
+            tmp_path,
+            only=None,
+            executor="local",
+            jobs=0,
+            progress=False,
+            quick=True,
+            paper_length=True,
+        )
 
 
 def test_unknown_experiment_is_an_input_error(tmp_path: Path) -> None:

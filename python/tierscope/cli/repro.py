@@ -165,6 +165,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "not the documented ones",
     )
     p.add_argument(
+        "--paper-length",
+        action="store_true",
+        help="telescope-tiering: the paper's 40 minutes per run (2400 s simulated, telemetry "
+        "counted from 150 s) instead of 120 s; use a fresh --out",
+    )
+    p.add_argument(
         "--paper",
         action="append",
         dest="paper_only",
@@ -198,6 +204,7 @@ def main(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             quick=args.quick,
             app=args.app,
+            paper_length=args.paper_length,
         )
     return telescope.main(
         out,
