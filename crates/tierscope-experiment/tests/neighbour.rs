@@ -190,4 +190,17 @@ fn a_throttle_without_a_neighbour_or_a_bad_neighbour_is_refused() {
     assert!(e.contains("tiering.neighbour.tier"), "{e}");
     let e = parse(&NEIGHBOUR.replace("50ms", "400ms"), POLICIES);
     assert!(e.contains("tiering.neighbour.offset"), "{e}");
+    // On the exact engine the neighbour's page tables must fit this host too.
+    let e = parse_experiment(
+        &text("exact", &NEIGHBOUR.replace("64MiB", "1PiB"), POLICIES),
+        "t.toml",
+        Path::new("."),
+        Format::Toml,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("tiering.neighbour.size") && e.contains("the neighbour's"),
+        "{e}"
+    );
 }

@@ -527,6 +527,15 @@ pub fn parse_document(doc: Value, source: &str, base_dir: &Path) -> Result<Exper
         None => None,
     };
 
+    if let Some((nb, _)) = tiering.as_ref().and_then(|t| t.neighbour.as_ref()) {
+        // The neighbour runs an exact engine of its own too.
+        limits::check_exact_memory(&machine, &nb.spec(), file.block_size.0, 0).map_err(|e| {
+            FieldError::new(
+                "tiering.neighbour.size",
+                format!("the neighbour's {}", e.message),
+            )
+        })?;
+    }
     if duration_ns == 0 {
         return Err(FieldError::new("duration", "must be positive"));
     }
