@@ -77,8 +77,7 @@ impl<P: Probe> RegionMonitor<P> {
         (self.attrs.aggr / self.attrs.sample).max(1)
     }
 
-    /// The end of an aggregation window: merge, report, reset, split; and the ops update
-    /// when due.
+    /// The end of an aggregation window: merge, report, reset and split.
     fn end_window(&mut self, m: &mut dyn Machine, now: Nanos) -> Snapshot {
         let regions = self
             .regions
