@@ -10,7 +10,7 @@
 //! a handful of segments.
 
 use crate::stream::MASIM_BATCH;
-use tierscope_core::rng::Rng;
+use tierscope_core::rng::{mix64, Rng, GOLDEN};
 use tierscope_core::workload::{AccessMode, Density, PatternKind, RegionDensity, WorkloadSpec};
 use tierscope_core::{AddrRange, Nanos};
 
@@ -313,6 +313,68 @@ impl Schedule {
     }
 }
 
+/// Remembered answers of [`Schedule::find`] and [`Schedule::pattern_accesses_before`]
+/// for accesses already issued, which never change as the schedule grows (its last
+/// segment only lengthens past them). The reads of one monitor pass ask the same
+/// questions over and over: every entry it cleared together has the same start (a check
+/// pass, a leaf table's 512 entries), and entries re-picked every few passes bring back
+/// a few hundred starts. A direct-mapped table of them makes those searches, with
+/// their cache misses in the segment lists, a hash and one compare.
+#[derive(Debug, Clone)]
+pub struct Lookups {
+    /// (tag, access, answer); a tag of 0 is an empty slot.
+    slots: Vec<(u64, u64, u64)>,
+}
+
+/// Slots of [`Lookups`] (48 KiB: a pass's starts and their patterns fit).
+const LOOKUP_SLOTS: usize = 1 << 12;
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Lookups {
+            slots: vec![(0, 0, 0); LOOKUP_SLOTS],
+        }
+    }
+}
+
+impl Lookups {
+    /// The answer for (`tag`, `i`) from `compute`, remembered; `tag` is nonzero and names
+    /// the schedule and the question, and the answer must not change once asked.
+    fn get(&mut self, tag: u64, i: u64, compute: impl FnOnce() -> u64) -> u64 {
+        let h = mix64(i ^ tag.wrapping_mul(GOLDEN)) as usize & (LOOKUP_SLOTS - 1);
+        let slot = &mut self.slots[h];
+        if slot.0 == tag && slot.1 == i {
+            return slot.2;
+        }
+        let v = compute();
+        *slot = (tag, i, v);
+        v
+    }
+
+    /// [`Schedule::find`] of schedule number `sched`, `s`.
+    pub fn find(&mut self, sched: usize, s: &Schedule, i: u64) -> usize {
+        if i >= s.issued {
+            return s.find(i);
+        }
+        self.get((sched as u64) << 32 | 1, i, || s.find(i) as u64) as usize
+    }
+
+    /// [`Schedule::pattern_accesses_before`] of schedule number `sched`, `s`.
+    pub fn pattern_accesses_before(
+        &mut self,
+        sched: usize,
+        s: &Schedule,
+        pattern: u32,
+        i: u64,
+    ) -> u64 {
+        if i >= s.issued {
+            return s.pattern_accesses_before(pattern, i);
+        }
+        let tag = (sched as u64) << 32 | (pattern as u64 + 2);
+        self.get(tag, i, || s.pattern_accesses_before(pattern, i))
+    }
+}
+
 /// `slice.partition_point(pred)`, found by galloping out from `guess` and then bisecting
 /// the bracket: O(log d) probes for an answer `d` items from the guess. A run's
 /// segments grow with its length (hundreds of thousands of them over 40 minutes), and
@@ -406,6 +468,41 @@ mod tests {
                         partition_point_near(&v, guess, |&e| e < x),
                         want,
                         "{v:?} {x} {guess}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_answer_as_the_searches_while_the_schedule_grows() {
+        // Three patterns; questions about accesses issued so far, asked repeatedly (so
+        // remembered and answered from the table) while the schedule keeps growing, and
+        // about accesses not yet issued (never remembered).
+        let spec = parse_masim(
+            "a, 1GiB\nb, 1GiB\nc, 1GiB\n\np\n100\na, 1, 4096, 3\nb, 1, 4096, 1\nc, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let w = Workload::new(&spec, &[0, 1 << 30, 2 << 30], 10_000_000);
+        let mut s = Schedule::new(&w, Rng::new(3));
+        let mut lookups = Lookups::default();
+        let mut rng = Rng::new(8);
+        let mut asked: Vec<u64> = vec![];
+        for round in 1..=20u64 {
+            s.run(&w, round * 250_000);
+            for _ in 0..300 {
+                // Mostly earlier questions again, some new ones, some past the end.
+                let i = match rng.below(4) {
+                    0 | 1 if !asked.is_empty() => asked[rng.below(asked.len() as u64) as usize],
+                    _ => rng.below(round * 250_000 + 100_000),
+                };
+                asked.push(i);
+                assert_eq!(lookups.find(0, &s, i), s.find(i), "find({i})");
+                for p in 0..3 {
+                    assert_eq!(
+                        lookups.pattern_accesses_before(0, &s, p, i),
+                        s.pattern_accesses_before(p, i),
+                        "pattern {p} before {i}"
                     );
                 }
             }

@@ -63,7 +63,18 @@ struct Expected {
     expected: Vec<f64>,
     /// The same from sequential sweeps, which are not random.
     swept: Vec<f64>,
+    /// Per key, alias, sub-range and pattern, in that order: the pattern's mass of the
+    /// range, NaN until computed (empty when there would be more than [`MAX_MASSES`]). A
+    /// key's physical ranges are fixed, so each random pattern's mass over them (a
+    /// gaussian's costs exponentials) is computed once, not at every advance while the
+    /// key is programmed (the multiplexer brings every key back once per round).
+    masses: Vec<f64>,
+    /// Most masses to keep ([`MAX_MASSES`]; 0 in a test: none).
+    mass_limit: usize,
 }
+
+/// Most masses kept per telemetry (32 MiB); beyond, they are computed each time.
+const MAX_MASSES: usize = 1 << 22;
 
 /// The statistical engine's [`MemTelemetry`].
 #[derive(Debug, Clone)]
@@ -182,8 +193,36 @@ impl StatNemo {
                 Some(s) => (s.shift, s.max() + 1),
                 None => (primary.shift, 1),
             };
+            let ranges = |key: u64| {
+                (0..aliases).flat_map(move |alias| {
+                    let region_pa = (alias << top) | (key << primary.shift);
+                    (0..span).map(move |j| {
+                        let lo = region_pa + (j << sub_shift);
+                        let pa = AddrRange::new(lo, lo + (1 << sub_shift));
+                        let (lo, hi) = (
+                            pa.start.max(spec.filter.range.start),
+                            pa.end.min(spec.filter.range.end).min(heap.len()),
+                        );
+                        AddrRange::new(heap.start + lo, heap.start + hi.max(lo))
+                    })
+                })
+            };
+            let per_key = (aliases * span) as usize * w.patterns.len();
+            if t.masses.is_empty() && per_key * t.table.len() <= t.mass_limit {
+                t.masses = vec![f64::NAN; per_key * t.table.len()];
+            }
             for key in set_bits(&t.programmed) {
                 let base = t.table[key].expect("a programmed key has an entry");
+                let at = (!t.masses.is_empty()).then_some(key * per_key);
+                if let Some(at) = at.filter(|&at| t.masses[at].is_nan()) {
+                    let block = &mut t.masses[at..at + per_key];
+                    let all =
+                        ranges(key as u64).flat_map(|r| w.patterns.iter().map(move |p| p.mass(r)));
+                    for (m, v) in block.iter_mut().zip(all) {
+                        *m = v;
+                    }
+                }
+                let mut next = at;
                 for alias in 0..aliases {
                     let region_pa = (alias << top) | ((key as u64) << primary.shift);
                     for j in 0..span {
@@ -193,6 +232,8 @@ impl StatNemo {
                             pa.start.max(spec.filter.range.start),
                             pa.end.min(spec.filter.range.end).min(heap.len()),
                         );
+                        let masses = next.map(|at| &t.masses[at..at + w.patterns.len()]);
+                        next = next.map(|at| at + w.patterns.len());
                         if hi <= lo {
                             continue;
                         }
@@ -201,7 +242,8 @@ impl StatNemo {
                         for (i, &count) in random.iter().enumerate() {
                             let p = &w.patterns[i];
                             if count > 0.0 && overlaps(p.region, r) {
-                                n += count * p.mass(r) * admits(p.store_share());
+                                let mass = masses.map_or_else(|| p.mass(r), |m| m[i]);
+                                n += count * mass * admits(p.store_share());
                             }
                         }
                         for (i, count, sweep) in &sweeps {
@@ -229,6 +271,8 @@ impl MemTelemetry for StatNemo {
             programmed: vec![0; (spec.entries as usize).div_ceil(64)],
             expected: vec![0.0; spec.states as usize],
             swept: vec![0.0; spec.states as usize],
+            masses: vec![],
+            mass_limit: MAX_MASSES,
         };
         Ok(self.telemetries.install(*spec, expected))
     }
@@ -475,6 +519,55 @@ mod tests {
                 "{tx} {ts}"
             );
         }
+    }
+
+    #[test]
+    fn stat_cached_masses_change_no_count() {
+        // Two gaussian patterns of one region; every 2 MiB key programmed, accounted,
+        // then programmed to other states and accounted again. Keeping each key's masses
+        // must give every state exactly the count computing them each time gives.
+        use super::super::density::{Schedule, Workload};
+        use super::StatNemo;
+        use tierscope_core::rng::Rng;
+        use tierscope_core::workload::Density;
+        let mut spec =
+            parse_masim("a, 64MiB\n\np\n1000\na, 1, 4096, 1, rw\na, 1, 4096, 1, ro\n").unwrap();
+        for p in &mut spec.phases[0].patterns {
+            p.density = Density::Gaussian {
+                mean: 0.4,
+                sigma: 0.05,
+            };
+        }
+        let heap = AddrRange::new(1 << 30, (1 << 30) + (64 << 20));
+        let w = Workload::new(&spec, &[heap.start], 1_000_000);
+        let mut s = Schedule::new(&w, Rng::new(2));
+        s.run(&w, 200_000);
+        let run = |limit: usize| {
+            let mut nemo = StatNemo::new(Rng::new(1));
+            let t = nemo.register(&hotness(Kinds::Both)).unwrap();
+            for (_, e) in nemo.telemetries.states_mut() {
+                e.mass_limit = limit;
+            }
+            for k in 0..32 {
+                nemo.set_translation(t, k, k).unwrap();
+            }
+            nemo.account_segments(&w, std::slice::from_ref(&s), 0, 100_000, heap);
+            for k in 0..32 {
+                nemo.clear_translation(t, k).unwrap();
+                nemo.set_translation(t, k, 31 - k).unwrap();
+            }
+            nemo.account_segments(&w, std::slice::from_ref(&s), 100_000, 200_000, heap);
+            let (_, e) = nemo.telemetries.states_mut().next().unwrap();
+            (e.expected.clone(), e.masses.len())
+        };
+        let ((cached, kept), (direct, none)) = (run(super::MAX_MASSES), run(0));
+        assert!(kept > 0 && none == 0, "{kept} {none}");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&cached), bits(&direct));
+        // The gaussian's centre (key 12 of 32) got most of the 200 K accesses.
+        let total: f64 = cached.iter().sum();
+        assert!((total - 200_000.0).abs() < 1.0, "{total}");
+        assert!(cached[12] + cached[19] > 0.2 * total, "{cached:?}");
     }
 
     #[test]

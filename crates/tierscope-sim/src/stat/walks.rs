@@ -27,7 +27,7 @@
 //! on every new key; a smaller one hits forever).
 
 use super::caches::RegionCaches;
-use super::density::{sweep_hits, Pattern, Schedule, Workload};
+use super::density::{sweep_hits, Lookups, Pattern, Schedule, Workload};
 use super::entries::FastMap;
 use tierscope_core::workload::PatternKind;
 use tierscope_core::{AddrRange, Level};
@@ -96,6 +96,32 @@ fn needed_mask(c: &RegionCaches, level: Level) -> u8 {
 /// freshness `fresh` at `ia` and the flushes (sorted, applying from their `at`) after it.
 pub fn log_no_load(
     w: &World,
+    t: Target,
+    ia: u64,
+    ib: u64,
+    fresh: u8,
+    flushes: &[FlushEvent],
+) -> f64 {
+    log_no_load_in(w, None, t, ia, ib, fresh, flushes)
+}
+
+/// [`log_no_load`], with the schedules' searches remembered in `lookups` across calls
+/// (the engine's reads, which repeat them).
+pub fn log_no_load_remembered(
+    w: &World,
+    lookups: &mut Lookups,
+    t: Target,
+    ia: u64,
+    ib: u64,
+    fresh: u8,
+    flushes: &[FlushEvent],
+) -> f64 {
+    log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes)
+}
+
+fn log_no_load_in(
+    w: &World,
+    mut lookups: Option<&mut Lookups>,
     t: Target,
     ia: u64,
     ib: u64,
@@ -174,9 +200,12 @@ pub fn log_no_load(
         .iter()
         .any(|p| p.kind == PatternKind::Sequential && p.region.overlap(&t.span) > 0);
     let mut total = 0.0f64;
-    for sched in w.schedules {
+    for (sn, sched) in w.schedules.iter().enumerate() {
         let segs = &sched.segments;
-        let mut si = sched.find(ia);
+        let mut si = match lookups.as_deref_mut() {
+            Some(l) => l.find(sn, sched, ia),
+            None => sched.find(ia),
+        };
         let mut fi = 0usize;
         let mut f = fresh;
         let mut x = ia;
@@ -210,8 +239,11 @@ pub fn log_no_load(
                     if p.region.overlap(&t.span) == 0 || share == 0.0 {
                         continue;
                     }
-                    let n = sched.pattern_accesses_before(id as u32, ib)
-                        - sched.pattern_accesses_before(id as u32, x);
+                    let mut before = |i| match lookups.as_deref_mut() {
+                        Some(l) => l.pattern_accesses_before(sn, sched, id as u32, i),
+                        None => sched.pattern_accesses_before(id as u32, i),
+                    };
+                    let n = before(ib) - before(x);
                     if n > 0 {
                         let (inside, c) = (inside_of(p), &w.caches[id]);
                         let mass = mass_of(id as u32, p, inside);
@@ -521,6 +553,12 @@ mod tests {
                 .sum()
         };
         let got = log_no_load(&world, t, ia, ib, 0, &flush);
+        // Remembering the searches changes nothing, asked once or again.
+        let lk = &mut Lookups::default();
+        for _ in 0..2 {
+            let again = log_no_load_remembered(&world, lk, t, ia, ib, 0, &flush);
+            assert_eq!(again.to_bits(), got.to_bits());
+        }
         // Before the flush the caches are warm (the TLB mostly misses on 16 K pages, the
         // PDE cache hits): only the flushed part is linear with q = 1.
         let before = log_no_load(&world, t, ia, 2_000_000, 0, &[]);
