@@ -1,12 +1,50 @@
 //! What telemetry costs: the operations a monitor performs, counted, and a documented
 //! model that turns the counts into CPU cycles of the monitoring thread.
+//!
+//! Core counts only what many techniques share: the page-table operations every engine
+//! charges (reads, walks, test-and-clears, flushes) and the region-list bookkeeping of the
+//! region-based monitors. An operation only one technique performs (a PEBS interrupt, a
+//! NEMO state read, a PML exit) is an [`OpCounter`] that technique declares as a `static`
+//! in its own file and charges with [`CostCounters::charge`]; core stores its count in a
+//! small fixed slot array, so a new technique adds a cost without editing this file.
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+
+/// An operation one technique counts, declared by that technique as a `static`:
+///
+/// ```
+/// use tierscope_core::{CostCounters, OpCounter};
+/// static FOO_WAKEUPS: OpCounter = OpCounter {
+///     name: "foo_wakeups",
+///     cycles: |m| m.scan_sleep,
+///     on_workload_core: false,
+/// };
+/// let mut c = CostCounters::default();
+/// c.charge(&FOO_WAKEUPS, 3);
+/// assert_eq!(c.get(&FOO_WAKEUPS), 3);
+/// ```
+///
+/// Counters are told apart by address, so each must be one `static` (not a `const`).
+#[derive(Debug)]
+pub struct OpCounter {
+    /// Its key in a run's `cost` output (metrics.json, the Python result's `cost` dict).
+    pub name: &'static str,
+    /// Cycles one operation costs under a cost model.
+    pub cycles: fn(&CostModel) -> f64,
+    /// Whether the operation runs on the workload's cores (an interrupt, a fault, a VM
+    /// exit) rather than on a monitoring thread ([`CostModel::workload_core_cycles`]).
+    pub on_workload_core: bool,
+}
+
+/// How many distinct technique counters one machine's [`CostCounters`] holds: a monitor's
+/// own plus its engine's (a PEBS monitor uses 3, a PML monitor on the exact engine 2).
+pub const OP_SLOTS: usize = 8;
 
 /// Work done by one monitor. The machine counts the page-table operations (so a monitor
-/// cannot forget one); the monitor counts its own bookkeeping.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+/// cannot forget one); the monitor counts its own bookkeeping, the shared region-list
+/// operations here and its technique's own through [`CostCounters::charge`].
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CostCounters {
     /// Page-table entries whose ACCESSED (or DIRTY) bit was read, including test-and-clear.
     pub entries_read: u64,
@@ -26,31 +64,24 @@ pub struct CostCounters {
     pub random_draws: u64,
     pub regions_split: u64,
     pub regions_merged: u64,
-    /// PMU (PEBS) interrupts taken on the workload's cores.
-    pub pmu_interrupts: u64,
-    /// PMU samples processed (decoded, binned) by the monitor.
-    pub pmu_samples: u64,
-    /// PMU samples the kernel's throttling suppressed (no cost; for reports).
-    pub pmu_throttled: u64,
-    /// Per-page history updates of a linear scan.
-    pub scan_pages: u64,
-    /// Batches of a linear scan (each: take the mm lock, start a page-range walk).
-    pub scan_batches: u64,
-    /// Sleeps between batches (timer set-up, switch out and back in).
-    pub scan_sleeps: u64,
-    /// Pages drained from a write log (PML entries, dirty-log bits).
-    pub log_pages: u64,
-    /// NUMA hint faults taken on the workload's cores (NUMA balancing's scan).
-    pub hint_faults: u64,
-    /// Memory-controller telemetry states read (merged over controllers and channels).
-    pub nemo_state_reads: u64,
-    /// Memory-controller translation entries written (set or cleared).
-    pub nemo_translation_writes: u64,
-    /// Memory-controller telemetry interrupts handled (a notify predicate held).
-    pub nemo_interrupts: u64,
-    /// "PML log full" VM exits taken on the workload's cores (simulated PML).
-    pub pml_exits: u64,
+    /// The technique counters charged so far, in the order first charged (allocation-free:
+    /// a fixed array, found by the counter's address).
+    ops: [Option<(&'static OpCounter, u64)>; OP_SLOTS],
 }
+
+/// The generic counters' names, in output order.
+pub const GENERIC_COUNTERS: [&str; 10] = [
+    "entries_read",
+    "walk_steps",
+    "clear_ops",
+    "bits_cleared",
+    "flushes_page",
+    "flushes_full",
+    "region_visits",
+    "random_draws",
+    "regions_split",
+    "regions_merged",
+];
 
 impl CostCounters {
     /// Charges a read of one entry's ACCESSED or DIRTY bit reached by a software walk of
@@ -70,6 +101,64 @@ impl CostCounters {
         self.bits_cleared += was_set as u64;
     }
 
+    /// Adds `n` operations of a technique's counter `op`.
+    ///
+    /// # Panics
+    /// When more than [`OP_SLOTS`] distinct counters are charged on one machine (raise
+    /// the constant).
+    #[inline]
+    pub fn charge(&mut self, op: &'static OpCounter, n: u64) {
+        if n == 0 {
+            return;
+        }
+        for slot in self.ops.iter_mut() {
+            match slot {
+                Some((o, count)) if std::ptr::eq(*o, op) => {
+                    *count += n;
+                    return;
+                }
+                Some(_) => {}
+                None => {
+                    *slot = Some((op, n));
+                    return;
+                }
+            }
+        }
+        panic!(
+            "cost counter {}: more than {OP_SLOTS} technique counters on one machine",
+            op.name
+        );
+    }
+
+    /// How many operations of `op` were charged.
+    pub fn get(&self, op: &OpCounter) -> u64 {
+        self.ops()
+            .find(|(o, _)| std::ptr::eq(*o, op))
+            .map_or(0, |(_, n)| n)
+    }
+
+    /// The technique counters charged so far, in the order first charged.
+    pub fn ops(&self) -> impl Iterator<Item = (&'static OpCounter, u64)> + '_ {
+        self.ops.iter().map_while(|s| *s)
+    }
+
+    /// The generic counters with their names ([`GENERIC_COUNTERS`]).
+    pub fn generic(&self) -> [(&'static str, u64); 10] {
+        let v = [
+            self.entries_read,
+            self.walk_steps,
+            self.clear_ops,
+            self.bits_cleared,
+            self.flushes_page,
+            self.flushes_full,
+            self.region_visits,
+            self.random_draws,
+            self.regions_split,
+            self.regions_merged,
+        ];
+        std::array::from_fn(|i| (GENERIC_COUNTERS[i], v[i]))
+    }
+
     pub fn add(&mut self, o: &CostCounters) {
         self.entries_read += o.entries_read;
         self.walk_steps += o.walk_steps;
@@ -81,18 +170,50 @@ impl CostCounters {
         self.random_draws += o.random_draws;
         self.regions_split += o.regions_split;
         self.regions_merged += o.regions_merged;
-        self.pmu_interrupts += o.pmu_interrupts;
-        self.pmu_samples += o.pmu_samples;
-        self.pmu_throttled += o.pmu_throttled;
-        self.scan_pages += o.scan_pages;
-        self.scan_batches += o.scan_batches;
-        self.scan_sleeps += o.scan_sleeps;
-        self.log_pages += o.log_pages;
-        self.hint_faults += o.hint_faults;
-        self.nemo_state_reads += o.nemo_state_reads;
-        self.nemo_translation_writes += o.nemo_translation_writes;
-        self.nemo_interrupts += o.nemo_interrupts;
-        self.pml_exits += o.pml_exits;
+        for (op, n) in o.ops() {
+            self.charge(op, n);
+        }
+    }
+
+    /// Writes the counters as one map: the generic ones, then every counter of `listed`
+    /// (zero when never charged, so every run of an output lists the same keys), then any
+    /// other charged counter. What a run's `cost` output is.
+    pub fn serialize_listing<S: Serializer>(
+        &self,
+        listed: &[&'static OpCounter],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (name, v) in self.generic() {
+            map.serialize_entry(name, &v)?;
+        }
+        for op in listed {
+            map.serialize_entry(op.name, &self.get(op))?;
+        }
+        for (op, n) in self.ops() {
+            if !listed.iter().any(|l| std::ptr::eq(*l, op)) {
+                map.serialize_entry(op.name, &n)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Equal when every counter is, whatever order the technique counters were charged in.
+impl PartialEq for CostCounters {
+    fn eq(&self, o: &Self) -> bool {
+        self.generic() == o.generic()
+            && self.ops().all(|(op, n)| o.get(op) == n)
+            && o.ops().all(|(op, n)| self.get(op) == n)
+    }
+}
+
+impl Eq for CostCounters {}
+
+/// The generic counters and the technique counters charged (no zeros for the others).
+impl Serialize for CostCounters {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize_listing(&[], serializer)
     }
 }
 
@@ -235,8 +356,10 @@ impl CostModel {
         Ok(())
     }
 
+    /// Cycles of all the work in `c`: the generic counters, then each technique counter
+    /// at its own cost, in the order first charged.
     pub fn cycles(&self, c: &CostCounters) -> f64 {
-        c.entries_read as f64 * self.entry_read
+        let generic = c.entries_read as f64 * self.entry_read
             + c.walk_steps as f64 * self.walk_step
             + c.clear_ops as f64 * self.clear
             + c.flushes_page as f64 * self.flush_page
@@ -244,26 +367,18 @@ impl CostModel {
             + c.region_visits as f64 * self.region_visit
             + c.random_draws as f64 * self.random_draw
             + c.regions_split as f64 * self.region_split
-            + c.regions_merged as f64 * self.region_merge
-            + c.pmu_interrupts as f64 * self.pmu_interrupt
-            + c.pmu_samples as f64 * self.pmu_sample
-            + c.scan_pages as f64 * self.scan_page
-            + c.scan_batches as f64 * self.scan_batch
-            + c.scan_sleeps as f64 * self.scan_sleep
-            + c.log_pages as f64 * self.log_page
-            + c.hint_faults as f64 * self.hint_fault
-            + c.nemo_state_reads as f64 * self.nemo_state_read
-            + c.nemo_translation_writes as f64 * self.nemo_translation_write
-            + c.nemo_interrupts as f64 * self.nemo_interrupt
-            + c.pml_exits as f64 * self.pml_exit
+            + c.regions_merged as f64 * self.region_merge;
+        c.ops()
+            .fold(generic, |sum, (op, n)| sum + n as f64 * (op.cycles)(self))
     }
 
     /// The cycles of `c` spent on the workload's own cores (PMU interrupts, hint faults,
-    /// PML exits) rather than on a monitoring thread.
+    /// PML exits: the technique counters declared `on_workload_core`) rather than on a
+    /// monitoring thread.
     pub fn workload_core_cycles(&self, c: &CostCounters) -> f64 {
-        c.pmu_interrupts as f64 * self.pmu_interrupt
-            + c.hint_faults as f64 * self.hint_fault
-            + c.pml_exits as f64 * self.pml_exit
+        c.ops()
+            .filter(|(op, _)| op.on_workload_core)
+            .fold(0.0, |sum, (op, n)| sum + n as f64 * (op.cycles)(self))
     }
 
     /// Nanoseconds `cycles` take at `cpu_hz`.
@@ -302,6 +417,79 @@ mod tests {
             ..Default::default()
         };
         assert!((m.cpu_percent(&full, 1_000_000_000) - 100.0).abs() < 1e-6);
+    }
+
+    static INTERRUPTS: OpCounter = OpCounter {
+        name: "test_interrupts",
+        cycles: |m| m.pmu_interrupt,
+        on_workload_core: true,
+    };
+    static SAMPLES: OpCounter = OpCounter {
+        name: "test_samples",
+        cycles: |m| m.pmu_sample,
+        on_workload_core: false,
+    };
+
+    #[test]
+    fn technique_counters_count_add_and_cost_by_their_declaration() {
+        let m = CostModel::default();
+        let mut a = CostCounters::default();
+        a.charge(&SAMPLES, 0);
+        assert_eq!(a.ops().count(), 0, "a zero charge takes no slot");
+        a.charge(&INTERRUPTS, 2);
+        a.charge(&SAMPLES, 5);
+        a.charge(&INTERRUPTS, 1);
+        assert_eq!((a.get(&INTERRUPTS), a.get(&SAMPLES)), (3, 5));
+        assert_eq!(m.cycles(&a), 3.0 * m.pmu_interrupt + 5.0 * m.pmu_sample);
+        assert_eq!(m.workload_core_cycles(&a), 3.0 * m.pmu_interrupt);
+        // Charged in the other order: equal all the same.
+        let mut b = CostCounters::default();
+        b.charge(&SAMPLES, 5);
+        b.charge(&INTERRUPTS, 3);
+        assert_eq!(a, b);
+        b.charge(&SAMPLES, 1);
+        assert_ne!(a, b);
+        let mut sum = CostCounters::default();
+        sum.add(&a);
+        sum.add(&b);
+        assert_eq!((sum.get(&INTERRUPTS), sum.get(&SAMPLES)), (6, 11));
+    }
+
+    #[test]
+    fn the_listing_names_every_listed_counter_and_any_other_charged() {
+        let mut c = CostCounters {
+            bits_cleared: 7,
+            ..Default::default()
+        };
+        c.charge(&SAMPLES, 4);
+        let mut out = serde_json::Serializer::new(Vec::new());
+        c.serialize_listing(&[&INTERRUPTS], &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.into_inner()).unwrap();
+        // (serde_json's map sorts its keys.)
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut want = GENERIC_COUNTERS.to_vec();
+        want.extend(["test_interrupts", "test_samples"]);
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        assert_eq!(v["bits_cleared"], 7);
+        assert_eq!(v["test_interrupts"], 0);
+        assert_eq!(v["test_samples"], 4);
+    }
+
+    #[test]
+    #[should_panic(expected = "more than 8 technique counters")]
+    fn running_out_of_slots_is_a_loud_error() {
+        static MANY: [OpCounter; OP_SLOTS + 1] = [const {
+            OpCounter {
+                name: "many",
+                cycles: |_| 1.0,
+                on_workload_core: false,
+            }
+        }; OP_SLOTS + 1];
+        let mut c = CostCounters::default();
+        for op in &MANY {
+            c.charge(op, 1);
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod units;
 pub mod workload;
 
 pub use addr::{AddrRange, Level, Mapping, PageSize, Paging};
-pub use cost::{CostCounters, CostModel};
+pub use cost::{CostCounters, CostModel, OpCounter};
 pub use error::{did_you_mean, FieldError};
 pub use feed::{FeedKind, PolicyInput};
 pub use machine::{

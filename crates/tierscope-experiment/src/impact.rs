@@ -126,10 +126,8 @@ mod tests {
         );
         assert_eq!(none.total, 0.0);
         // 10,000 PEBS interrupts of 4200 cycles in one second at 2.1 GHz: 2%.
-        let pebs = CostCounters {
-            pmu_interrupts: 10_000,
-            ..Default::default()
-        };
+        let mut pebs = CostCounters::default();
+        pebs.charge(&tierscope_monitors::pebs::PMU_INTERRUPTS, 10_000);
         let s = app_slowdown(&im, &cm, &pebs, &MachineStats::default(), None, 1, one_s);
         assert!((s.pmu - 0.02).abs() < 1e-12, "{s:?}");
         // The sample processing runs elsewhere: only contention charges it.

@@ -3,13 +3,14 @@
 
 pub mod build;
 pub mod config;
+pub mod cost;
 pub mod drive;
 pub mod evaluate;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod impact;
-pub mod nemo_thp;
 pub mod neighbour;
+pub mod nemo_thp;
 pub mod page_stats;
 pub mod result;
 pub mod run;

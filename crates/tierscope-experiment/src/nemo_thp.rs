@@ -29,6 +29,7 @@ use tierscope_core::memtel::{
 };
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Capabilities, Capability, CostCounters, Engine, Monitor, Nanos};
+use tierscope_monitors::nemo::{NEMO_STATE_READS, NEMO_TRANSLATION_WRITES};
 use tierscope_monitors::registry::Truth;
 use tierscope_monitors::MonitorConfig;
 use tierscope_nemo::Multiplexer;
@@ -379,10 +380,14 @@ impl Participant<Scoring<'_>> for MemtisNemo {
                 }
             })
             .expect("valid keys");
-        self.cost.nemo_state_reads +=
-            self.mux.programmed().len() as u64 * 512 + self.hot_mux.programmed().len() as u64;
-        self.cost.nemo_translation_writes +=
-            self.mux.writes() + self.hot_mux.writes() - writes_before;
+        self.cost.charge(
+            &NEMO_STATE_READS,
+            self.mux.programmed().len() as u64 * 512 + self.hot_mux.programmed().len() as u64,
+        );
+        self.cost.charge(
+            &NEMO_TRANSLATION_WRITES,
+            self.mux.writes() + self.hot_mux.writes() - writes_before,
+        );
         scoring.at(&self.counts, now);
         self.next += self.period;
         Ok(())
@@ -423,7 +428,7 @@ fn memtis_nemo(
     let hot_mux = Multiplexer::new(nemo, vec![hot_id], keys.clone()).expect("keys fit");
     let mux = Multiplexer::new(nemo, ids, keys).expect("keys fit");
     let mut cost = CostCounters::default();
-    cost.nemo_translation_writes += mux.writes() + hot_mux.writes();
+    cost.charge(&NEMO_TRANSLATION_WRITES, mux.writes() + hot_mux.writes());
     let mut sweep = MemtisNemo {
         hot_mux,
         mux,

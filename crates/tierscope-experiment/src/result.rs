@@ -64,6 +64,8 @@ pub struct MonitorRun {
     pub truth: Vec<BlockIntervals>,
     pub windows: Vec<WindowMetrics>,
     pub summary: Summary,
+    /// Serialized with every registered technique counter listed (crate::cost).
+    #[serde(serialize_with = "crate::cost::serialize")]
     pub cost: CostCounters,
     pub machine: MachineStats,
     /// `summary.app_slowdown` by cause.

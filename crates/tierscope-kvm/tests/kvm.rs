@@ -272,7 +272,10 @@ fn pml_monitor_classifies_and_detects_reads() {
         .all(|(b, _)| b.start >= r.start && b.end <= wr.end));
     // Every logged page and every scanned table entry is charged.
     let c = e.cost();
-    assert!(c.log_pages > 0 && c.clear_ops >= 512, "{c:?}");
+    assert!(
+        c.get(&tierscope_monitors::pml::LOG_PAGES) > 0 && c.clear_ops >= 512,
+        "{c:?}"
+    );
 }
 
 #[test]

@@ -31,8 +31,27 @@ use tierscope_core::memtel::{
 use tierscope_core::units::{Duration, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
+    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, OpCounter,
     RegionReport, Snapshot,
+};
+
+/// Memory-controller telemetry states read (merged over controllers and channels).
+pub static NEMO_STATE_READS: OpCounter = OpCounter {
+    name: "nemo_state_reads",
+    cycles: |m| m.nemo_state_read,
+    on_workload_core: false,
+};
+/// Memory-controller translation entries written (set or cleared).
+pub static NEMO_TRANSLATION_WRITES: OpCounter = OpCounter {
+    name: "nemo_translation_writes",
+    cycles: |m| m.nemo_translation_write,
+    on_workload_core: false,
+};
+/// Memory-controller telemetry interrupts handled (a notify predicate held; nemo_rule).
+pub static NEMO_INTERRUPTS: OpCounter = OpCounter {
+    name: "nemo_interrupts",
+    cycles: |m| m.nemo_interrupt,
+    on_workload_core: false,
 };
 use tierscope_nemo::Multiplexer;
 
@@ -78,6 +97,11 @@ impl Default for NemoConfig {
 }
 
 impl Technique for NemoConfig {
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 2] = [&NEMO_STATE_READS, &NEMO_TRANSLATION_WRITES];
+        &OWN
+    }
+
     fn presets() -> Vec<Preset<Self>> {
         vec![
             Preset {
@@ -300,7 +324,7 @@ impl NemoMonitor {
             writes += mux.writes();
             self.skew_mux = Some(mux);
         }
-        m.cost_mut().nemo_translation_writes += writes;
+        m.cost_mut().charge(&NEMO_TRANSLATION_WRITES, writes);
     }
 
     /// Reads the skewness batch of the window (its base-page counts kept for the report)
@@ -322,8 +346,8 @@ impl NemoMonitor {
         })
         .expect("programmed keys and regions are valid");
         let c = m.cost_mut();
-        c.nemo_state_reads += regions * SUBPAGES as u64;
-        c.nemo_translation_writes += mux.writes() - writes_before;
+        c.charge(&NEMO_STATE_READS, regions * SUBPAGES as u64);
+        c.charge(&NEMO_TRANSLATION_WRITES, mux.writes() - writes_before);
     }
 
     /// Reads the batch programmed during the window, programs the next.
@@ -348,8 +372,8 @@ impl NemoMonitor {
         read.sort_unstable();
         read.dedup();
         let c = m.cost_mut();
-        c.nemo_state_reads += before;
-        c.nemo_translation_writes += mux.writes() - writes_before;
+        c.charge(&NEMO_STATE_READS, before);
+        c.charge(&NEMO_TRANSLATION_WRITES, mux.writes() - writes_before);
     }
 
     /// The pages read this window with a scaled count, as a PEBS monitor reports its
@@ -495,8 +519,8 @@ mod tests {
         assert_eq!(read_windows.iter().sum::<u32>(), 24);
         assert!(total > 0);
         // 4 scans of 6 states, and 6 sets + 4 x (6 clears + 6 sets) entries.
-        assert_eq!(e.cost().nemo_state_reads, 24);
-        assert_eq!(e.cost().nemo_translation_writes, 6 + 4 * 12);
+        assert_eq!(e.cost().get(&NEMO_STATE_READS), 24);
+        assert_eq!(e.cost().get(&NEMO_TRANSLATION_WRITES), 6 + 4 * 12);
     }
 
     #[test]

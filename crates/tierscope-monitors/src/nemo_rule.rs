@@ -13,6 +13,7 @@
 //! Notifications are drained every window and counted as `nemo_interrupts` (one per
 //! controller whose predicate held during the window: a pending interrupt line).
 
+use crate::nemo::{NEMO_INTERRUPTS, NEMO_STATE_READS, NEMO_TRANSLATION_WRITES};
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
 use tierscope_core::memtel::{
@@ -22,7 +23,7 @@ use tierscope_core::memtel::{
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
+    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, OpCounter,
     RegionReport, Snapshot,
 };
 use tierscope_nemo::Multiplexer;
@@ -259,6 +260,15 @@ impl NemoRuleConfig {
 }
 
 impl Technique for NemoRuleConfig {
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 3] = [
+            &NEMO_STATE_READS,
+            &NEMO_TRANSLATION_WRITES,
+            &NEMO_INTERRUPTS,
+        ];
+        &OWN
+    }
+
     fn presets() -> Vec<Preset<Self>> {
         vec![Preset {
             name: "nemo-write-bytes",
@@ -356,7 +366,7 @@ impl NemoRuleMonitor {
             .expect("the rule was validated and fits the prototype (parse time)");
         let keys = self.regions.iter().map(|r| r.0).collect();
         let mux = Multiplexer::new(nemo, vec![t], keys).expect("keys within the mask");
-        m.cost_mut().nemo_translation_writes += mux.writes();
+        m.cost_mut().charge(&NEMO_TRANSLATION_WRITES, mux.writes());
         self.telemetry = Some(mux);
     }
 
@@ -392,9 +402,9 @@ impl NemoRuleMonitor {
         nemo.drain_notifications(&mut self.notifications);
         let raised = self.notifications.drain(..).count() as u64;
         let c = m.cost_mut();
-        c.nemo_state_reads += before * self.spec.span();
-        c.nemo_translation_writes += mux.writes() - writes_before;
-        c.nemo_interrupts += raised;
+        c.charge(&NEMO_STATE_READS, before * self.spec.span());
+        c.charge(&NEMO_TRANSLATION_WRITES, mux.writes() - writes_before);
+        c.charge(&NEMO_INTERRUPTS, raised);
         out.sort_by_key(|r| r.start);
         out
     }
@@ -508,8 +518,8 @@ mod tests {
             }
         }
         // All 8 huge pages of the heap are read every window.
-        assert_eq!(e.cost().nemo_state_reads, 3 * 8);
-        assert_eq!(e.cost().nemo_interrupts, 0);
+        assert_eq!(e.cost().get(&NEMO_STATE_READS), 3 * 8);
+        assert_eq!(e.cost().get(&NEMO_INTERRUPTS), 0);
     }
 
     #[test]
@@ -538,7 +548,7 @@ mod tests {
         assert_eq!(lines, 31_072 + 3_392);
         // Windows 3 and 4 track b, which is idle: nothing differs from 0.
         assert!(snaps[2].regions.is_empty() && snaps[3].regions.is_empty());
-        assert_eq!(e.cost().nemo_state_reads, 4 * 1024);
+        assert_eq!(e.cost().get(&NEMO_STATE_READS), 4 * 1024);
     }
 
     #[test]
@@ -556,10 +566,10 @@ mod tests {
         };
         let (_, e) = windows(&cfg, 3);
         // One controller: one pending interrupt per window.
-        assert_eq!(e.cost().nemo_interrupts, 3);
+        assert_eq!(e.cost().get(&NEMO_INTERRUPTS), 3);
         cfg.notify.as_mut().unwrap().value = 1_000_000;
         let (_, e) = windows(&cfg, 3);
-        assert_eq!(e.cost().nemo_interrupts, 0);
+        assert_eq!(e.cost().get(&NEMO_INTERRUPTS), 0);
     }
 
     #[test]

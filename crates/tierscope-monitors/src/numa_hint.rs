@@ -24,7 +24,15 @@ use serde::{Deserialize, Serialize};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
+    AddrRange, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, OpCounter,
+    RegionReport, Snapshot,
+};
+
+/// NUMA hint faults taken on the workload's cores.
+pub static HINT_FAULTS: OpCounter = OpCounter {
+    name: "hint_faults",
+    cycles: |m| m.hint_fault,
+    on_workload_core: true,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +71,11 @@ impl Technique for NumaHintConfig {
 
     fn emits(&self) -> FeedKind {
         FeedKind::HintFaults
+    }
+
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 1] = [&HINT_FAULTS];
+        &OWN
     }
 
     fn flushes(&self) -> bool {
@@ -199,7 +212,7 @@ impl NumaHintMonitor {
                 va += leaf.span();
             }
         }
-        m.cost_mut().hint_faults += faults;
+        m.cost_mut().charge(&HINT_FAULTS, faults);
         out
     }
 }
@@ -288,7 +301,7 @@ mod tests {
             );
             assert_eq!(s.end - s.start, 5_000_000);
         }
-        assert_eq!(m.cost.hint_faults, 4);
+        assert_eq!(m.cost.get(&HINT_FAULTS), 4);
         // Every scanned page was made inaccessible once per scan.
         assert_eq!(m.clears.values().sum::<u32>(), 64);
     }

@@ -24,8 +24,27 @@ use std::collections::HashMap;
 use tierscope_core::units::{Duration, Rate, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, PmuEvent, PmuSample,
-    RegionReport, Snapshot,
+    Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, OpCounter, PmuEvent,
+    PmuSample, RegionReport, Snapshot,
+};
+
+/// PMU (PEBS) interrupts taken on the workload's cores.
+pub static PMU_INTERRUPTS: OpCounter = OpCounter {
+    name: "pmu_interrupts",
+    cycles: |m| m.pmu_interrupt,
+    on_workload_core: true,
+};
+/// PMU samples processed (decoded, binned) by the monitor.
+pub static PMU_SAMPLES: OpCounter = OpCounter {
+    name: "pmu_samples",
+    cycles: |m| m.pmu_sample,
+    on_workload_core: false,
+};
+/// PMU samples the kernel's throttling suppressed: no cost, counted for reports.
+pub static PMU_THROTTLED: OpCounter = OpCounter {
+    name: "pmu_throttled",
+    cycles: |_| 0.0,
+    on_workload_core: false,
 };
 
 /// PEBS through perf: every `period`-th qualifying event records its address; in
@@ -130,6 +149,11 @@ impl Technique for PebsConfig {
 
     fn emits(&self) -> FeedKind {
         FeedKind::Samples
+    }
+
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 3] = [&PMU_INTERRUPTS, &PMU_SAMPLES, &PMU_THROTTLED];
+        &OWN
     }
 
     fn flushes(&self) -> bool {
@@ -335,7 +359,7 @@ impl PebsMonitor {
         for s in &self.buf {
             if kept >= self.throttle.max_samples_per_tick {
                 self.dropped += 1;
-                m.cost_mut().pmu_throttled += 1;
+                m.cost_mut().charge(&PMU_THROTTLED, 1);
                 continue;
             }
             kept += 1;
@@ -354,8 +378,8 @@ impl PebsMonitor {
         }
         self.kept += kept;
         let c = m.cost_mut();
-        c.pmu_interrupts += kept;
-        c.pmu_samples += kept;
+        c.charge(&PMU_INTERRUPTS, kept);
+        c.charge(&PMU_SAMPLES, kept);
         if freq_mode {
             // perf_adjust_freq_unthr_context: the count of the tick (only up to the
             // throttle point: a stopped counter does not count).
@@ -570,7 +594,7 @@ mod tests {
         // 10 M events/s every 1000th: 10,000 samples (10 per tick, under the limit).
         assert!((9_990..=10_000).contains(&kept), "{kept}");
         assert_eq!(p.samples().1, 0, "nothing throttled");
-        assert_eq!(m.cost.pmu_interrupts, kept);
+        assert_eq!(m.cost.get(&PMU_INTERRUPTS), kept);
         assert_eq!(p.period(), 1_000, "a fixed period never changes");
         // Five 200 ms windows; the samples land in the bins they address.
         assert_eq!(snaps.len(), 5);
@@ -619,7 +643,7 @@ mod tests {
         let (kept, _) = run(&mut p, &mut m, S);
         assert!((99_000..=100_000).contains(&kept), "{kept}");
         assert!(p.samples().1 > 800_000, "{:?}", p.samples());
-        assert_eq!(m.cost.pmu_throttled, p.samples().1);
+        assert_eq!(m.cost.get(&PMU_THROTTLED), p.samples().1);
     }
 
     #[test]

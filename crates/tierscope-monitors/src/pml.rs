@@ -13,8 +13,15 @@ use std::collections::BTreeMap;
 use tierscope_core::units::{Duration, NS_PER_MS, NS_PER_S};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos,
+    AddrRange, Capabilities, Capability, FieldError, Intervals, Machine, Monitor, Nanos, OpCounter,
     RegionReport, Snapshot,
+};
+
+/// Pages drained from the write log (PML entries, dirty-log bits).
+pub static LOG_PAGES: OpCounter = OpCounter {
+    name: "log_pages",
+    cycles: |m| m.log_page,
+    on_workload_core: false,
 };
 
 /// Write logging (PML / KVM's dirty log; vmmload): each window, the 4 KiB pages written,
@@ -66,6 +73,11 @@ impl Technique for PmlConfig {
 
     fn emits(&self) -> FeedKind {
         FeedKind::Writes
+    }
+
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 1] = [&LOG_PAGES];
+        &OWN
     }
 
     fn validate(&self) -> Result<(), FieldError> {
@@ -185,7 +197,7 @@ impl PmlMonitor {
         if self.cfg.read_detection {
             log.drain_tables(&mut self.tables);
         }
-        m.cost_mut().log_pages += self.written.len() as u64;
+        m.cost_mut().charge(&LOG_PAGES, self.written.len() as u64);
         for t in &self.tables {
             let entry = t.len() / TABLE_ENTRIES;
             for k in 0..TABLE_ENTRIES {
@@ -351,7 +363,8 @@ mod tests {
         let s = p.wake(&mut m).unwrap();
         assert_eq!(p.last_read_pages().len(), 3);
         assert_eq!(
-            m.cost.log_pages, 17,
+            m.cost.get(&LOG_PAGES),
+            17,
             "the pre-run page is drained (and charged) too"
         );
         let block = |s: &Snapshot, a: u64| {

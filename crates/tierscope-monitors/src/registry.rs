@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tierscope_core::rng::Rng;
-use tierscope_core::{Capabilities, CostModel, FeedKind, FieldError, Monitor};
+use tierscope_core::{Capabilities, CostModel, FeedKind, FieldError, Monitor, OpCounter};
 
 /// What an engine's ground truth measures for a monitor: follows from what it emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,12 @@ pub trait Technique: Sized {
 
     /// What its snapshots' `nr_accesses` count (the type policies are fitted by).
     fn emits(&self) -> FeedKind;
+
+    /// The operations only this technique counts, declared as `static`s in its file
+    /// (core's cost counters keep the generic ones): a run's `cost` output lists each.
+    fn counters() -> &'static [&'static OpCounter] {
+        &[]
+    }
 
     /// Range checks; field paths relative to the monitor's table.
     fn validate(&self) -> Result<(), FieldError>;
@@ -120,6 +126,20 @@ macro_rules! registry {
                         ),
                     )),
                 }
+            }
+
+            /// Every technique's own cost counters, in registry order, each once (two
+            /// techniques may share a counter: nemo and nemo_rule).
+            pub fn counters() -> Vec<&'static OpCounter> {
+                let mut out: Vec<&'static OpCounter> = vec![];
+                $(
+                    for &op in <$config as Technique>::counters() {
+                        if !out.iter().any(|o| std::ptr::eq(*o, op)) {
+                            out.push(op);
+                        }
+                    }
+                )*
+                out
             }
 
             /// Every preset, technique by technique in registry order.

@@ -19,7 +19,27 @@ use serde::{Deserialize, Serialize};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
-    CostModel, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, RegionReport, Snapshot,
+    CostModel, FieldError, Flush, Intervals, Level, Machine, Monitor, Nanos, OpCounter,
+    RegionReport, Snapshot,
+};
+
+/// Per-page history updates of the scan.
+pub static SCAN_PAGES: OpCounter = OpCounter {
+    name: "scan_pages",
+    cycles: |m| m.scan_page,
+    on_workload_core: false,
+};
+/// Batches of the scan (each: take the mm lock, start a page-range walk).
+pub static SCAN_BATCHES: OpCounter = OpCounter {
+    name: "scan_batches",
+    cycles: |m| m.scan_batch,
+    on_workload_core: false,
+};
+/// Sleeps between batches (timer set-up, switch out and back in).
+pub static SCAN_SLEEPS: OpCounter = OpCounter {
+    name: "scan_sleeps",
+    cycles: |m| m.scan_sleep,
+    on_workload_core: false,
 };
 
 /// Linear accessed-bit scanning (kstaled, idle page tracking, the Telescope paper's
@@ -86,6 +106,11 @@ impl Technique for ScanConfig {
 
     fn emits(&self) -> FeedKind {
         FeedKind::AccessChecks
+    }
+
+    fn counters() -> &'static [&'static OpCounter] {
+        static OWN: [&OpCounter; 3] = [&SCAN_PAGES, &SCAN_BATCHES, &SCAN_SLEEPS];
+        &OWN
     }
 
     fn flushes(&self) -> bool {
@@ -190,7 +215,7 @@ impl ScanMonitor {
             (1u8 << self.cfg.history) - 1
         };
         let mut budget = self.cfg.batch.0;
-        m.cost_mut().scan_batches += 1;
+        m.cost_mut().charge(&SCAN_BATCHES, 1);
         let mut first_in_batch = true;
         let first_pass = self.passes_done == 0;
         let mut cleared = false;
@@ -292,8 +317,8 @@ impl Monitor for ScanMonitor {
         let done = self.scan_batch(m);
         let visited = m.cost().clear_ops - before.clear_ops;
         let c = m.cost_mut();
-        c.scan_pages += visited;
-        c.scan_sleeps += 1;
+        c.charge(&SCAN_PAGES, visited);
+        c.charge(&SCAN_SLEEPS, 1);
         // This batch's work takes the cycles the model charges for the counters' growth.
         let cycles = self.model.cycles(m.cost()) - self.model.cycles(&before);
         let work_ns = self.model.nanos(cycles) as u64;
@@ -382,7 +407,7 @@ mod tests {
         }
         // A page-range walk descends once per table, not once per entry.
         assert!(m.cost.walk_steps < m.cost.clear_ops / 8);
-        assert_eq!(m.cost.scan_pages, 3 * leaves.len() as u64);
+        assert_eq!(m.cost.get(&SCAN_PAGES), 3 * leaves.len() as u64);
     }
 
     #[test]

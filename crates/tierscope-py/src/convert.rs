@@ -170,7 +170,7 @@ pub fn run_result<'py>(py: Python<'py>, r: &RunResult) -> PyResult<Bound<'py, Py
             "feed": m.feed,
             "intervals": m.intervals,
             "summary": m.summary,
-            "cost": m.cost,
+            "cost": tierscope_experiment::cost::Listed(&m.cost),
             "machine": m.machine,
             "impact": m.impact,
             "monitor_cpu_ns": m.monitor_cpu_ns,

@@ -468,7 +468,7 @@ impl Engine for ExactEngine {
             self.advance_cores(target, None, threads);
         }
         if let Some(p) = self.mmu.pml.as_deref_mut() {
-            self.cost.pml_exits += p.take_exits();
+            self.cost.charge(&crate::pml::PML_EXITS, p.take_exits());
         }
         self.now = t;
     }

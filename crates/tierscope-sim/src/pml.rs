@@ -14,7 +14,7 @@
 //!   the higher levels have their EPT dirty bit preset, so they never log.
 //! - A log attempt that finds the log full causes a "PML log full" VM exit; the host
 //!   moves the 512 entries to its own buffer and resets the log (KVM's
-//!   `vmx_flush_pml_buffer`). The exit is counted (`CostCounters::pml_exits`).
+//!   `vmx_flush_pml_buffer`). The exit is counted ([`PML_EXITS`]).
 //! - A drain (the VMM harvesting the log) also empties the partial log, clears the EPT
 //!   dirty bits of the drained pages so their next write logs again, and invalidates the
 //!   cached translations (INVEPT: a cached translation would otherwise let writes through
@@ -24,7 +24,15 @@
 //! Logging starts when a monitor first asks for the write log; until then the engine
 //! has no `Pml` and pays nothing for it.
 
-use tierscope_core::{AddrRange, Level, WriteLog};
+use tierscope_core::{AddrRange, Level, OpCounter, WriteLog};
+
+/// "PML log full" VM exits taken on the workload's cores: the engine's cost of simulated
+/// PML, charged by the engines that model it (a run's `cost` output lists it).
+pub static PML_EXITS: OpCounter = OpCounter {
+    name: "pml_exits",
+    cycles: |m| m.pml_exit,
+    on_workload_core: true,
+};
 
 /// Entries in the hardware log (the PML index counts 511 down to 0).
 pub const PML_ENTRIES: usize = 512;

@@ -111,7 +111,11 @@ fn check(masim: &str, page: PageSize, threads: u32, seed: u64, windows: u64) -> 
         let n = (w.written.len() + w.tables.len()) as u64;
         exits_want += n.div_ceil(PML_ENTRIES as u64).saturating_sub(1);
     }
-    assert_eq!(e.cost().pml_exits, exits_want, "{masim}");
+    assert_eq!(
+        e.cost().get(&tierscope_sim::pml::PML_EXITS),
+        exits_want,
+        "{masim}"
+    );
     // One INVEPT per window, before the guest ran again.
     assert_eq!(e.cost().flushes_full, windows);
     exits_want
