@@ -70,12 +70,15 @@ apps:
 measure-apps: build apps
 	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
 
+# The Rust tests skip building the examples (benchmarks and probes with no tests; clippy
+# above checks them with --all-targets): their 13 optimised links cost the suite time.
 # pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
 # ledger is read by one test only, so it runs once (tests/conftest.py).
 test: build-test browser musl apps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace --profile $(TEST_PROFILE)
+	cargo test --workspace --profile $(TEST_PROFILE) --lib --bins --tests
+	cargo test --workspace --profile $(TEST_PROFILE) --doc
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) \
 		$(BIN)/pytest -q -n 2 tests
