@@ -96,15 +96,6 @@ def cori_trials_to_within(
     percent: float,
     random_seeds: list[int] | None = None,
 ) -> float | None: ...
-def nemo_noisy_neighbour(
-    seed: int = 1,
-    duration_s: float = 10.0,
-    victim_gib_s: float = 2.0,
-    cap_gib_s: float = 1.0,
-    mbm_intervals_ms: list[float] = ...,
-    ewma: float = 0.5,
-    gain: float = 0.5,
-) -> list[dict[str, Any]]: ...
 def nemo_thp_split(
     experiment: Experiment, fast_shares: list[float] = ...
 ) -> list[dict[str, Any]]: ...
