@@ -9,8 +9,7 @@
 
 use serde::Serialize;
 use tierscope_core::memtel::{
-    Filter, Kinds, MaskShift, Operand, Overflow, ReadEffect, TelemetryId, TelemetrySpec,
-    Translation, Update, UpdateOp,
+    Filter, Kinds, MaskShift, ReadEffect, TelemetryId, TelemetrySpec, Translation, Update,
 };
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Capabilities, Engine, Nanos, RegionReport, Snapshot};
@@ -315,11 +314,7 @@ fn listing3(engine: &mut dyn Engine, heap: AddrRange) -> Result<TelemetryId, Run
             primary: MaskShift::bits(KEY_SHIFT, KEY_SHIFT + entries.trailing_zeros()),
             sub: None,
         },
-        update: Update {
-            op: UpdateOp::Add,
-            operand: Operand::Const(1),
-            overflow: Overflow::Wrap,
-        },
+        update: Update::COUNT,
         notify: None,
         read_effect: ReadEffect::Reset(0),
         entries: entries as u32,
