@@ -70,15 +70,13 @@ apps:
 measure-apps: build apps
 	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
 
-# clippy runs on the test profile so it reuses the build scripts and proc-macros `make
-# build-test` compiled (59.9 s user CPU in the dev profile against 46.9 s, each in its own
-# target directory, 2026-11-26). The Rust tests skip building the examples (benchmarks and
-# probes with no tests; clippy checks them with --all-targets): 13 optimised links fewer.
+# The Rust tests skip building the examples (benchmarks and probes with no tests; clippy
+# above checks them with --all-targets): their 13 optimised links cost the suite time.
 # pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
 # ledger is read by one test only, so it runs once (tests/conftest.py).
 test: build-test browser musl apps
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets --profile $(TEST_PROFILE) -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --profile $(TEST_PROFILE) --lib --bins --tests
 	cargo test --workspace --profile $(TEST_PROFILE) --doc
 	$(BIN)/ruff check python tests scripts
