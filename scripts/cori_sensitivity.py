@@ -22,6 +22,13 @@ Then the mean of each choice per scheduler, and the predictive rows split by `dr
     python scripts/cori_sensitivity.py --traces runs/repro-cori-programs/traces --no-generated
     python scripts/cori_sensitivity.py --fast-ratio 0.5
     python scripts/cori_sensitivity.py --cold-pages 2
+    python scripts/cori_sensitivity.py --claims --scale 4 --timestep 2000
+
+`--claims` prints instead the claims ledger's rows measured on `tierscope repro cori`'s
+rows (python/tierscope/studies/claims/cori.toml, measure "cori": their keys, checks and
+statuses) computed on the generated traces under this run's options (`--seed`, `--scale`,
+`--timestep`, `--cold-pages`): the sensitivity runs of those rows (docs/techniques/CORI.md,
+"The other gaps").
 
 The generated workloads are `tierscope repro cori`'s (seed 1, scale 1 unless told); the
 traces, `tierscope repro cori-programs`'s (`make cori-programs` writes them; skipped with a
@@ -46,6 +53,8 @@ from tierscope import _core, cori
 TIMESTEP = 1000
 #: "within 3 % of the best": the paper's measure of a good period.
 WITHIN = 3.0
+#: base-random's seeded orders (`tierscope repro cori`'s).
+RANDOM_SEEDS = 10
 
 
 def page_ids(trace: Any) -> np.ndarray:
@@ -157,6 +166,34 @@ def traces(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
             yield f.stem, with_cold_pages(_core.CoriTrace.from_file(f), args.cold)
 
 
+def claim_rows(args: argparse.Namespace) -> list[str]:
+    """The ledger's claims on `tierscope repro cori`'s measurement, each with ours under
+    this run's options and the status the ledger's rule gives it."""
+    from tierscope.studies import cori as study
+    from tierscope.studies import trends
+    from tierscope.studies.claims import load_claims, resolve, status
+
+    rows: list[dict[str, Any]] = []
+    for w in _core.CoriTrace.workloads():
+        trace = with_cold_pages(_core.CoriTrace.generate(w, args.seed, args.scale), args.cold)
+        head = {"workload": w, "seed": args.seed}
+        rows += study.evaluate_trace(head, trace, args.timestep, RANDOM_SEEDS)
+    slim = [{k: v for k, v in r.items() if k not in ("curve", "bars")} for r in rows]
+    doc = {"rows": slim, "derived": trends.applied(trends.cori, slim, study.TABLE_I)}
+    table = [["claim", "paper", "ours", "status"]]
+    for c in load_claims(["cori"]):
+        if c.measure != "cori" or c.key is None or (args.ids and c.id not in args.ids):
+            continue
+        # The ledger's keys name seed 1, `tierscope repro cori`'s.
+        v = resolve(doc, c.key.replace("seed=1", f"seed={args.seed}"))
+        ours = None if v is None else float(v)
+        mark = "-" if ours is None else f"{ours:.4g}"
+        table.append([c.id, str(c.check.get("paper")), mark, status(c, ours)])
+    from tierscope.texttable import align
+
+    return align(table).splitlines()
+
+
 def summary(rows: list[dict[str, Any]]) -> list[str]:
     def line(label: str, rs: list[dict[str, Any]]) -> str:
         stop = [r["stop_pct"] for r in rs if r["stop_pct"] is not None]
@@ -195,7 +232,23 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="prefix each trace with this many times its pages, touched once each",
     )
+    ap.add_argument("--timestep", type=int, default=TIMESTEP, help="with --claims: the grid's")
+    ap.add_argument(
+        "--claims",
+        nargs="*",
+        dest="ids",
+        metavar="ID",
+        default=None,
+        help="print the ledger's Cori claims (these ids, or all) on the generated traces",
+    )
     args = ap.parse_args(argv)
+    if args.ids is not None:
+        print(
+            f"generated traces, seed {args.seed}, scale {args.scale}, timestep "
+            f"{args.timestep}, cold pages {args.cold} x the trace's"
+        )
+        print("\n".join(claim_rows(args)))
+        return 0
     if args.traces and not Path(args.traces).is_dir():
         print(f"note: {args.traces} missing (make cori-programs writes it); generated only")
         args.traces = ""

@@ -86,3 +86,27 @@ def test_cold_pages_grow_the_footprint_and_leave_the_reuse(tmp_path: Path) -> No
     assert sorted(set(ids[: 20 * 64].tolist())) == list(range(10, 30))
     assert cold.bars(1000) == trace.bars(1000)
     assert s.with_cold_pages(trace, 0.0) is trace
+
+
+def test_claims_mode_reads_the_ledger_keys_off_repro_cori_rows() -> None:
+    import argparse
+
+    from tierscope.studies import cori as study
+
+    s = script()
+    args = argparse.Namespace(
+        seed=1, scale=1, timestep=1000, cold=0.0, ids=["C24", "C50"], traces="", generated=True
+    )
+    lines = s.claim_rows(args)
+    got = {line.split()[0]: line.split()[2] for line in lines[1:]}
+    assert set(got) == {"C24", "C50"}
+    rows = [r for w in _core.CoriTrace.workloads() for r in study.evaluate(w, 1, 1, 1000, 10)]
+    # C24: the Table I period with the lowest mean slowdown under the reactive scheduler.
+    history = [r for r in rows if r["scheduler"] == "history"]
+    means = {
+        k: sum(r["table_i_slowdown_pct"][k] for r in history) / len(history) for k in study.TABLE_I
+    }
+    assert float(got["C24"]) == study.TABLE_I[min(means, key=means.__getitem__)]
+    # C50: Cori's trials to within 3 % on the random trace, reactive scheduler.
+    (random,) = [r for r in history if r["workload"] == "random"]
+    assert float(got["C50"]) == random["cori_to_3pct"]
