@@ -57,6 +57,15 @@ def noisy(duration_s: float | None, overrides: list[tuple[str, str]]) -> list[di
     ]
 
 
+def score_shares(buckets: list[int]) -> dict[str, float | None]:
+    """The shares of the huge pages whose skewness score ended at 0 and at 16 or more
+    (Figure 7a's; the claims ledger's N61 reads the latter)."""
+    total = sum(buckets)
+    if not total:
+        return {"score_0": None, "score_16_up": None}
+    return {"score_0": buckets[0] / total, "score_16_up": sum(buckets[16:]) / total}
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -77,12 +86,18 @@ def main() -> int:
         if args.case == "hotset":
             rows, _ = nemo.hotset(args.duration, overrides)
             keys = ["technique", "share_before", "to_half_s", "to_80_s", "cpu_percent"]
+            keys += ["speedup_over_slow"]
         elif args.case == "noisy":
             rows = noisy(args.duration, overrides)
             keys = ["technique", "p99_increase", "mean_increase", "detection_s", "paper"]
+            keys += ["cpu_share"]
         else:
-            rows = nemo.thp(args.duration, overrides)
+            rows = [
+                {**r, **score_shares(r.get("buckets") or [])}
+                for r in nemo.thp(args.duration, overrides)
+            ]
             keys = ["ratio", "technique", "candidates", "found_95_s", "found_end", "cpu_percent"]
+            keys += ["score_0", "score_16_up"]
         label = " ".join(f"{p}={v}" for p, v in overrides) or "(the file as shipped)"
         print(f"## {args.case} {label} ({time.monotonic() - t0:.0f} s wall)")
         print(" | ".join(keys))
