@@ -1,0 +1,147 @@
+"""Sensitivity run for the p95 latency rows of the Telescope paper's Table 4 (claims T128,
+T129, T132, T133, T136, T137, T140, T141, T144, T145, T148, T149, T152, T153, T156, T157,
+T174-T181; docs/models/TIERING.md section 7.2, "The paper's 40 minutes").
+
+Our `p95_op_ms` is an operation's service time: the application's CPU time plus its
+item's memory time at the window's loaded latencies. The paper's is the load generator's:
+Table 3 runs 170 client threads, each with one request outstanding, so a request also waits
+behind the others queued at the server. Read as a closed loop without think time on
+`--server-threads` FIFO servers (Redis serves one request at a time), Little's law gives
+each window's response time as `clients / (server_threads x ops per second)`; with 170
+clients a response is the sum of about 170 service times, so its spread is small beside
+the spread over windows and the p95 over operations is the p95 of the windows' response
+times, each window weighted by its operations. Only the latency's definition changes: the
+runs, placements and service times are the store's own.
+
+    python scripts/telescope_tiering_sensitivity.py STORE [STORE ...]
+    python scripts/telescope_tiering_sensitivity.py runs/repro-telescope-tiering --server-threads 4
+
+STORE is a `tierscope repro telescope-tiering` output directory (its runs/base=NAME), or
+a directory holding `tierscope run` outputs of the experiments in STORE/NAME;
+windows before the experiment's warm-up are left out, as its summary leaves them out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Table 4's p95 latencies (ms): experiment -> monitor -> (Memcached, Redis).
+TABLE4_P95_MS: dict[str, dict[str, tuple[float, float]]] = {
+    "ycsb-hotspot-2t": {
+        "damon-mod": (881.0, 850.0),
+        "pebs-agg": (976.0, 757.0),
+        "telescope-bnd": (867.0, 696.0),
+        "telescope-flx": (824.0, 741.0),
+    },
+    "memtier-gaussian-1t": {
+        "damon-mod": (11.2, 59.13),
+        "pebs-agg": (11.3, 57.5),
+        "telescope-bnd": (10.8, 54.01),
+        "telescope-flx": (10.5, 55.55),
+    },
+}
+
+#: The claims ledger's tolerance for a latency (python/tierscope/studies/claims/).
+TOLERANCE = 0.10
+
+
+def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The smallest value with at least `q` of the weight at or below it."""
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, q * cum[-1])])
+
+
+def counted(arrays: dict[str, np.ndarray], app_ns: float) -> np.ndarray:
+    """The windows the summary counts (those after the warm-up, which metrics.json does
+    not record): the last windows whose application time adds up to the summary's."""
+    tail = np.cumsum(arrays["windows.app_ns"][::-1])[::-1]
+    first = int(np.argmin(np.abs(tail - app_ns)))
+    if abs(tail[first] - app_ns) > 1e-6 * app_ns:
+        raise ValueError("no run of last windows adds up to the summary's app_ns")
+    keep = np.zeros(len(tail), dtype=bool)
+    keep[first:] = True
+    return keep
+
+
+def closed_loop_p95_ms(
+    arrays: dict[str, np.ndarray], keep: np.ndarray, per_op: float, clients: int, threads: int
+) -> float:
+    """p95 (ms) of the windows' closed-loop response times, weighted by operations."""
+    accesses = arrays["windows.accesses"][keep]
+    app_ns = arrays["windows.app_ns"][keep]
+    ops = accesses / per_op
+    response_ms = clients * app_ns / (threads * ops) / 1e6
+    return weighted_percentile(response_ms, ops, 0.95)
+
+
+def rows(store: Path, clients: int, threads: int) -> list[dict[str, Any]]:
+    out = []
+    for name, paper in TABLE4_P95_MS.items():
+        # A repro store's run, or a `tierscope run` output directory named after it.
+        run = store / "runs" / f"base={name}"
+        if not run.is_dir():
+            run = store / name
+        if not (run / "metrics.json").is_file():
+            print(f"{run}: no metrics.json (not run)", file=sys.stderr)
+            continue
+        metrics = json.loads((run / "metrics.json").read_text())
+        for label, p in metrics["policies"].items():
+            monitor = p.get("monitor")
+            if monitor not in paper:
+                continue
+            s = p["summary"]
+            arrays = dict(np.load(run / f"arrays-policy-{label.replace('@', '_')}.npz"))
+            keep = counted(arrays, s["app_ns"])
+            # Accesses per operation, from the summary's operations per second of
+            # application time over the counted windows.
+            per_op = arrays["windows.accesses"][keep].sum() / (
+                s["ops_per_s"] * arrays["windows.app_ns"][keep].sum() / 1e9
+            )
+            loop = closed_loop_p95_ms(arrays, keep, per_op, clients, threads)
+            out.append(
+                {
+                    "experiment": name,
+                    "monitor": monitor,
+                    "service_p95_ms": s["op_latency_ns"][1] / 1e6,
+                    "closed_loop_p95_ms": loop,
+                    "paper_memcached_ms": paper[monitor][0],
+                    "paper_redis_ms": paper[monitor][1],
+                }
+            )
+    return out
+
+
+def verdict(ours: float, paper: float) -> str:
+    return "within 10 %" if abs(ours - paper) <= TOLERANCE * paper else f"{ours / paper:.2f}x"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("stores", nargs="+", type=Path)
+    ap.add_argument("--clients", type=int, default=170, help="Table 3: 170 threads")
+    ap.add_argument("--server-threads", type=int, default=1, help="FIFO servers (Redis: 1)")
+    args = ap.parse_args(argv)
+    for store in args.stores:
+        print(f"{store}: {args.clients} clients, {args.server_threads} server thread(s)")
+        print(
+            f"{'experiment':20} {'monitor':14} {'service p95':>11} {'closed loop':>11} "
+            f"{'Memcached':>18} {'Redis':>18}"
+        )
+        for r in rows(store, args.clients, args.server_threads):
+            loop, mc, rd = r["closed_loop_p95_ms"], r["paper_memcached_ms"], r["paper_redis_ms"]
+            print(
+                f"{r['experiment']:20} {r['monitor']:14} {r['service_p95_ms']:11.2f} "
+                f"{loop:11.1f} {mc:7.1f} {verdict(loop, mc):>10} {rd:7.1f} {verdict(loop, rd):>10}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
