@@ -4,6 +4,7 @@ output, and the heatmap rasterizer against a naive oracle."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ def test_run_returns_numpy_arrays(cfg_dir: Path) -> None:
         # The damo export carries exactly the snapshots.
         (record,) = damo.records(m)
         assert [len(x["regions"]) for x in record["snapshots"]] == m.windows["nr_regions"].tolist()
+        # The writer's text is the records' JSON, character for character.
+        assert damo.text(m) == json.dumps(damo.records(m), separators=(",", ":"))
     metrics = result.metrics
     assert metrics["experiment"]["monitors"][1]["name"] == "flx"
     assert metrics["monitors"]["flx"]["precision"] == result.monitors["flx"].summary["precision"]
