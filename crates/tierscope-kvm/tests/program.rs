@@ -272,3 +272,37 @@ fn a_syscall_built_at_run_time_is_reported_as_such() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+#[cfg_attr(
+    not(all(kvm_host, musl_gcc)),
+    ignore = "needs /dev/kvm and musl-gcc (make musl)"
+)]
+fn waiting_ends_with_the_program_or_at_the_timeout_and_counts_its_exits() {
+    let dir = tmp("wait");
+    let touch = build("touch_pages", &dir);
+    let loop_ = build("getpid_loop", &dir);
+    // A program far longer than the timeout: wait gives up (false) and the program runs on.
+    let argv = vec![loop_.display().to_string(), "1000000000".to_string()];
+    let mut long = ProgramEngine::new(&ProgramParams::new(&loop_, argv)).unwrap();
+    assert!(!long.wait(Duration::from_millis(50)));
+    assert!(!long.finished());
+    drop(long);
+    // Sleeping until told and looking every 200 us both see the end.
+    for poll in [None, Some(Duration::from_micros(200))] {
+        let argv = vec![touch.display().to_string(), "300".to_string()];
+        let mut e = ProgramEngine::new(&ProgramParams::new(&touch, argv)).unwrap();
+        let ended = match poll {
+            None => e.wait(Duration::from_secs(60)),
+            Some(p) => e.wait_polling(Duration::from_secs(60), p),
+        };
+        assert!(ended && matches!(e.report().outcome, Some(Outcome::Exited(0))));
+        // Where the host has KVM_GET_STATS_FD: each of the 300 first touches exited
+        // (a shadow fault on a shadow-paging host, an EPT violation under EPT).
+        let stats = e.vcpu_stats();
+        if let Some(&(_, exits)) = stats.iter().find(|(k, _)| k == "exits") {
+            assert!(exits >= 300, "{exits} exits for 300 first touches");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,7 +13,7 @@ use crate::engine::pages_to_blocks;
 use crate::vm::{Layout, Vm};
 use crate::KvmError;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tierscope_core::rng::Rng;
@@ -100,6 +100,8 @@ pub(crate) struct ProgShared {
     pub(crate) stop: AtomicBool,
     pub(crate) done: AtomicBool,
     pub(crate) outcome: Mutex<Option<Outcome>>,
+    /// Signalled (with `outcome` held) when the vCPU thread sets `done`.
+    pub(crate) ended: Condvar,
 }
 
 /// The write log, read by the truth and, once it asks, by a monitor: each harvest of KVM's
@@ -179,6 +181,8 @@ pub struct ProgramEngine {
     /// Each truth window's real and nominal length ([`Engine::real_time_report`]; a
     /// program's accesses are not counted, and no rate applies).
     clock: crate::measure::WindowClock,
+    /// KVM's statistics of the program's vCPU (exit counts), where the host offers them.
+    stats: Option<crate::stats::StatsFd>,
 }
 
 fn config(path: &std::path::Path, what: impl std::fmt::Display) -> KvmError {
@@ -303,6 +307,7 @@ impl ProgramEngine {
         };
         let jail = Jail::new(p.workdir.as_deref(), &p.inputs).map_err(KvmError::Config)?;
         let fd = create_vcpu(&vm, 0, &entry)?;
+        let stats = crate::stats::StatsFd::open(&fd);
         let vm = Arc::new(vm);
         let shared = Arc::new(ProgShared {
             vm: vm.clone(),
@@ -310,6 +315,7 @@ impl ProgramEngine {
             stop: AtomicBool::new(false),
             done: AtomicBool::new(false),
             outcome: Mutex::new(None),
+            ended: Condvar::new(),
         });
         let l = vm.layout.clone();
         let mut engine = ProgramEngine {
@@ -331,6 +337,7 @@ impl ProgramEngine {
             syscall_sites: sites,
             path: p.path.clone(),
             clock: crate::measure::WindowClock::new(0),
+            stats,
         };
         engine.refresh_mappings();
         let sh = shared.clone();
@@ -358,14 +365,42 @@ impl ProgramEngine {
         self.shared.done.load(Ordering::Acquire)
     }
 
-    /// Waits until the program ends or `timeout` passes; true when it ended.
+    /// Waits until the program ends or `timeout` passes; true when it ended. Sleeps until
+    /// the vCPU thread signals the end: a waiter that woke to look would take CPU time
+    /// and interrupt the guest (an exit) on a busy host (docs/models/PROGRAMS.md, "What a
+    /// CPU-bound program pays").
     pub fn wait(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
+        let mut o = self.shared.outcome.lock().expect("outcome");
+        while !self.finished() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            o = self.shared.ended.wait_timeout(o, left).expect("outcome").0;
+        }
+        drop(o);
+        self.note_end();
+        self.finished()
+    }
+
+    /// [`ProgramEngine::wait`] by looking every `poll` instead: what it did before
+    /// (every 200 us), kept for the overhead runs that price it
+    /// (scripts/vmmload_sensitivity.py).
+    pub fn wait_polling(&mut self, timeout: Duration, poll: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
         while !self.finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_micros(200));
+            std::thread::sleep(poll.min(deadline.saturating_duration_since(Instant::now())));
         }
         self.note_end();
         self.finished()
+    }
+
+    /// KVM's statistics of the program's vCPU as (name, value), histograms summed (exit
+    /// counts: `exits`, `halt_exits`, `irq_exits`, ...); empty where the host has no
+    /// KVM_GET_STATS_FD.
+    pub fn vcpu_stats(&self) -> Vec<(String, u64)> {
+        self.stats.as_ref().map_or_else(Vec::new, |s| s.read())
     }
 
     fn note_end(&mut self) {

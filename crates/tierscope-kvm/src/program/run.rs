@@ -49,8 +49,12 @@ pub(super) fn run(shared: &ProgShared, mut vcpu: VcpuFd) {
             Err(e) => break Outcome::Error(e),
         }
     };
-    *shared.outcome.lock().expect("outcome") = Some(outcome);
+    let mut o = shared.outcome.lock().expect("outcome");
+    *o = Some(outcome);
+    // Set under the lock, so a waiter that checked `done` is already waiting when notified.
     shared.done.store(true, Ordering::Release);
+    drop(o);
+    shared.ended.notify_all();
 }
 
 /// Performs the call the guest just made; `Some` when the program ended.
