@@ -364,7 +364,12 @@ impl NemoMonitor {
                 next = i + 1;
                 let p = &mut pages[i];
                 let total = p.residue + states[0];
-                (p.samples, p.residue) = (total / period, total % period);
+                // Most pages of a window are below the period: no division for them.
+                (p.samples, p.residue) = if total < period {
+                    (0, total)
+                } else {
+                    (total / period, total % period)
+                };
                 read.push(i);
             }
         })

@@ -100,10 +100,15 @@ impl Multiplexer {
         driver: &mut dyn MemTelemetry,
         mut visit: impl FnMut(u64, &[u64]),
     ) -> Result<(), DriverError> {
-        for (i, &key) in self.programmed.iter().enumerate() {
-            let t = self.telemetries[i / self.per_telemetry];
-            driver.read_region(t, (i % self.per_telemetry) as u64, &mut self.buffer)?;
-            visit(key, &self.buffer);
+        // Slot i is region i % per_telemetry of telemetry i / per_telemetry: a telemetry's
+        // keys read in one call, regions 0.. in order.
+        let chunk = self.per_telemetry.max(1);
+        for (keys, &t) in self.programmed.chunks(chunk).zip(&self.telemetries) {
+            driver.read_regions(t, 0, keys.len() as u64, &mut self.buffer)?;
+            let span = self.buffer.len() / keys.len();
+            for (&key, states) in keys.iter().zip(self.buffer.chunks(span)) {
+                visit(key, states);
+            }
         }
         self.visited += self.programmed.len();
         self.scans += 1;
@@ -117,16 +122,19 @@ impl Multiplexer {
             return Ok(());
         }
         self.writes += self.programmed.len() as u64;
-        for (i, &key) in self.programmed.iter().enumerate() {
-            driver.clear_translation(self.telemetries[i / self.per_telemetry], key)?;
+        let chunk = self.per_telemetry.max(1);
+        for (keys, &t) in self.programmed.chunks(chunk).zip(&self.telemetries) {
+            driver.clear_translations(t, keys)?;
         }
         self.programmed.clear();
         let batch = self.slots().min(self.keys.len());
-        for i in 0..batch {
-            let key = self.keys[(self.cursor + i) % self.keys.len()];
-            let t = self.telemetries[i / self.per_telemetry];
-            driver.set_translation(t, key, (i % self.per_telemetry) as u64)?;
-            self.programmed.push(key);
+        // The keys from the cursor on, wrapping to the first ones; slot i is region
+        // i % per_telemetry of telemetry i / per_telemetry.
+        let (before, from) = self.keys.split_at(self.cursor);
+        self.programmed
+            .extend(from.iter().chain(before).take(batch).copied());
+        for (keys, &t) in self.programmed.chunks(chunk).zip(&self.telemetries) {
+            driver.set_translations(t, keys, 0)?;
         }
         self.writes += batch as u64;
         if !self.keys.is_empty() {

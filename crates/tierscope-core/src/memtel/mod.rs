@@ -92,14 +92,24 @@ pub fn translation_base(
     if key > max {
         return Err(DriverError::KeyOutsideMask { key, max });
     }
-    let regions = spec.states as u64 / spec.span();
-    if region_idx >= regions {
+    check_region(spec, region_idx)?;
+    Ok(region_idx * spec.span())
+}
+
+/// Checks that region `region_idx` is within `spec`'s states. Without a division: it is
+/// called per key per scan, and `region < states / span` is `(region + 1) x span <=
+/// states` in integers.
+pub fn check_region(spec: &TelemetrySpec, region_idx: u64) -> Result<(), DriverError> {
+    let end = region_idx
+        .checked_add(1)
+        .and_then(|r| r.checked_mul(spec.span()));
+    if end.is_none_or(|end| end > spec.states as u64) {
         return Err(DriverError::RegionOutOfStates {
             region: region_idx,
-            regions,
+            regions: spec.states as u64 / spec.span(),
         });
     }
-    Ok(region_idx * spec.span())
+    Ok(())
 }
 
 /// The driver API of memory-controller telemetry, with the calls the NEMO paper's
@@ -146,17 +156,52 @@ pub trait MemTelemetry {
         out: &mut Vec<u64>,
     ) -> Result<(), DriverError> {
         let spec = *self.spec(t)?;
-        let regions = spec.states as u64 / spec.span();
-        if region_idx >= regions {
-            return Err(DriverError::RegionOutOfStates {
-                region: region_idx,
-                regions,
-            });
-        }
+        check_region(&spec, region_idx)?;
         out.clear();
         let base = region_idx * spec.span();
         for i in base..base + spec.span() {
             out.push(self.read(t, i)?);
+        }
+        Ok(())
+    }
+
+    /// Reads regions `first..first + count` into `out` (cleared first), each region's
+    /// `span` states after the previous one's: [`MemTelemetry::read_region`] of each in
+    /// turn, in one call (a multiplexer reads thousands per scan).
+    fn read_regions(
+        &mut self,
+        t: TelemetryId,
+        first: u64,
+        count: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), DriverError> {
+        out.clear();
+        let mut region = Vec::new();
+        for r in first..first + count {
+            self.read_region(t, r, &mut region)?;
+            out.extend_from_slice(&region);
+        }
+        Ok(())
+    }
+
+    /// Maps `keys[i]` to region `first + i`, in order: [`MemTelemetry::set_translation`]
+    /// of each in one call.
+    fn set_translations(
+        &mut self,
+        t: TelemetryId,
+        keys: &[u64],
+        first: u64,
+    ) -> Result<(), DriverError> {
+        for (r, &key) in (first..).zip(keys) {
+            self.set_translation(t, key, r)?;
+        }
+        Ok(())
+    }
+
+    /// [`MemTelemetry::clear_translation`] of each of `keys`, in order, in one call.
+    fn clear_translations(&mut self, t: TelemetryId, keys: &[u64]) -> Result<(), DriverError> {
+        for &key in keys {
+            self.clear_translation(t, key)?;
         }
         Ok(())
     }

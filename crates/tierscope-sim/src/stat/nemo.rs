@@ -20,6 +20,7 @@
 use super::density::{Schedule, Workload};
 use crate::tiers::Sweep;
 use tierscope_core::memtel::ops::width_mask;
+use tierscope_core::memtel::{check_region, translation_base};
 use tierscope_core::memtel::{
     DriverError, Kinds, MaskShift, MemTelemetry, Notification, Operand, Overflow, ReadEffect,
     Slots, TelemetryId, TelemetrySpec, UpdateOp,
@@ -35,16 +36,13 @@ fn overlaps(a: AddrRange, b: AddrRange) -> bool {
     a.start < b.end && b.start < a.end
 }
 
-/// The positions of the set bits of `words`, ascending.
-fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
-    words.iter().enumerate().flat_map(|(i, &w)| {
-        let mut w = w;
-        std::iter::from_fn(move || {
-            (w != 0).then(|| {
-                let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                i * 64 + b
-            })
+/// The positions of the set bits of `w`, ascending.
+fn set_bits(mut w: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (w != 0).then(|| {
+            let b = w.trailing_zeros() as usize;
+            w &= w - 1;
+            b
         })
     })
 }
@@ -52,8 +50,10 @@ fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
 /// What the statistical engine keeps per telemetry (its spec is in [`Slots`]).
 #[derive(Debug, Clone)]
 struct Expected {
-    /// Primary key -> base state index, direct-mapped like the hardware table.
-    table: Vec<Option<u64>>,
+    /// Primary key -> base state index, direct-mapped like the hardware table; valid
+    /// where `programmed` has the key's bit (a state index is below `states`, a u32:
+    /// half the bytes of an `Option<u64>`, and clearing an entry writes only its bit).
+    table: Vec<u32>,
     /// One bit per key of `table`, set where it holds an entry: accounting visits the
     /// programmed keys (a few thousand) in key order without scanning the table (2^19
     /// entries for a terabyte heap, every time the engine advances).
@@ -71,6 +71,24 @@ struct Expected {
     masses: Vec<f64>,
     /// Most masses to keep ([`MAX_MASSES`]; 0 in a test: none).
     mass_limit: usize,
+    /// One bit per key, set once its kept masses are known to be all zero: no random
+    /// pattern ever reaches it, so accounting adds nothing to its state and can skip it
+    /// (a gaussian's keys beyond its tails, nearly all of a terabyte heap's).
+    unreached: Vec<u64>,
+}
+
+impl Expected {
+    /// Programs `key` (checked) to the states from `base`.
+    fn set(&mut self, key: u64, base: u64) {
+        self.table[key as usize] =
+            u32::try_from(base).expect("a base state index is below the u32 states");
+        self.programmed[key as usize / 64] |= 1 << (key % 64);
+    }
+
+    /// Empties `key`'s (checked) entry.
+    fn clear(&mut self, key: u64) {
+        self.programmed[key as usize / 64] &= !(1 << (key % 64));
+    }
 }
 
 /// Most masses kept per telemetry (32 MiB); beyond, they are computed each time.
@@ -211,54 +229,103 @@ impl StatNemo {
             if t.masses.is_empty() && per_key * t.table.len() <= t.mass_limit {
                 t.masses = vec![f64::NAN; per_key * t.table.len()];
             }
-            for key in set_bits(&t.programmed) {
-                let base = t.table[key].expect("a programmed key has an entry");
-                let at = (!t.masses.is_empty()).then_some(key * per_key);
-                if let Some(at) = at.filter(|&at| t.masses[at].is_nan()) {
-                    let block = &mut t.masses[at..at + per_key];
-                    let all =
-                        ranges(key as u64).flat_map(|r| w.patterns.iter().map(move |p| p.mass(r)));
-                    for (m, v) in block.iter_mut().zip(all) {
-                        *m = v;
+            // Sweeps reach keys whatever their masses: then every programmed key.
+            let skip = sweeps.is_empty() && !t.masses.is_empty();
+            for word in 0..t.programmed.len() {
+                let (p, u) = (t.programmed[word], t.unreached[word]);
+                // Read before the keys below may mark more of this word unreached.
+                let keys = if skip { p & !u } else { p };
+                for key in set_bits(keys).map(|b| word * 64 + b) {
+                    let base = t.table[key] as u64;
+                    let at = (!t.masses.is_empty()).then_some(key * per_key);
+                    if let Some(at) = at.filter(|&at| t.masses[at].is_nan()) {
+                        let block = &mut t.masses[at..at + per_key];
+                        let all = ranges(key as u64)
+                            .flat_map(|r| w.patterns.iter().map(move |p| p.mass(r)));
+                        for (m, v) in block.iter_mut().zip(all) {
+                            *m = v;
+                        }
+                        // Adding `count x 0 x admits` (+0.0) to a state leaves it unchanged,
+                        // so skipping such a key changes no count.
+                        if block.iter().all(|&m| m == 0.0) {
+                            t.unreached[key / 64] |= 1 << (key % 64);
+                        }
                     }
-                }
-                let mut next = at;
-                for alias in 0..aliases {
-                    let region_pa = (alias << top) | ((key as u64) << primary.shift);
-                    for j in 0..span {
-                        let lo = region_pa + (j << sub_shift);
-                        let pa = AddrRange::new(lo, lo + (1 << sub_shift));
-                        let (lo, hi) = (
-                            pa.start.max(spec.filter.range.start),
-                            pa.end.min(spec.filter.range.end).min(heap.len()),
-                        );
-                        let masses = next.map(|at| &t.masses[at..at + w.patterns.len()]);
-                        next = next.map(|at| at + w.patterns.len());
-                        if hi <= lo {
-                            continue;
-                        }
-                        let r = AddrRange::new(heap.start + lo, heap.start + hi);
-                        let (mut n, mut swept) = (0.0, 0.0);
-                        for (i, &count) in random.iter().enumerate() {
-                            let p = &w.patterns[i];
-                            if count > 0.0 && overlaps(p.region, r) {
-                                let mass = masses.map_or_else(|| p.mass(r), |m| m[i]);
-                                n += count * mass * admits(p.store_share());
+                    let mut next = at;
+                    for alias in 0..aliases {
+                        let region_pa = (alias << top) | ((key as u64) << primary.shift);
+                        for j in 0..span {
+                            let lo = region_pa + (j << sub_shift);
+                            let pa = AddrRange::new(lo, lo + (1 << sub_shift));
+                            let (lo, hi) = (
+                                pa.start.max(spec.filter.range.start),
+                                pa.end.min(spec.filter.range.end).min(heap.len()),
+                            );
+                            let masses = next.map(|at| &t.masses[at..at + w.patterns.len()]);
+                            next = next.map(|at| at + w.patterns.len());
+                            if hi <= lo {
+                                continue;
                             }
-                        }
-                        for (i, count, sweep) in &sweeps {
-                            let p = &w.patterns[*i];
-                            if overlaps(p.region, r) {
-                                let share = sweep.bytes_in(p.region, r) / sweep.bytes(p.region);
-                                swept += count * share * admits(p.store_share());
+                            let r = AddrRange::new(heap.start + lo, heap.start + hi);
+                            let (mut n, mut swept) = (0.0, 0.0);
+                            for (i, &count) in random.iter().enumerate() {
+                                let p = &w.patterns[i];
+                                if count > 0.0 && overlaps(p.region, r) {
+                                    let mass = masses.map_or_else(|| p.mass(r), |m| m[i]);
+                                    n += count * mass * admits(p.store_share());
+                                }
                             }
+                            for (i, count, sweep) in &sweeps {
+                                let p = &w.patterns[*i];
+                                if overlaps(p.region, r) {
+                                    let share = sweep.bytes_in(p.region, r) / sweep.bytes(p.region);
+                                    swept += count * share * admits(p.store_share());
+                                }
+                            }
+                            t.expected[(base + j) as usize] += k * n;
+                            t.swept[(base + j) as usize] += k * swept;
                         }
-                        t.expected[(base + j) as usize] += k * n;
-                        t.swept[(base + j) as usize] += k * swept;
                     }
                 }
             }
         }
+    }
+}
+
+/// Reads state `index` (in range) of a telemetry: random patterns' requests of `k` each
+/// are a Poisson number around the expectation; sequential sweeps' are not random.
+#[inline]
+fn read_state(spec: &TelemetrySpec, installed: &mut Expected, rng: &mut Rng, index: usize) -> u64 {
+    let e = &mut installed.expected[index];
+    let k = match spec.update.operand {
+        Operand::Const(k) => k as f64,
+        Operand::RequestBytes => LINE_BYTES,
+    };
+    // A zero expectation draws nothing (`Rng::poisson` of 0 takes no number).
+    let drawn = if k == 0.0 || *e == 0.0 {
+        0.0
+    } else {
+        rng.poisson(*e / k) as f64 * k
+    };
+    let swept = &mut installed.swept[index];
+    // `drawn` is a whole number (k is one), which rounding leaves as it is: round only
+    // with a sweep's fraction (libm's `round` is a call, once per state read).
+    let change = if *swept == 0.0 {
+        drawn as u64
+    } else {
+        (drawn + *swept).round() as u64
+    };
+    if let ReadEffect::Reset(_) = spec.read_effect {
+        *e = 0.0;
+        *swept = 0.0;
+    }
+    let (init, mask) = (spec.initial(), width_mask(spec.width));
+    let saturate = spec.update.overflow == Overflow::Saturate;
+    match (spec.update.op, saturate) {
+        (UpdateOp::Sub, true) => init.saturating_sub(change),
+        (UpdateOp::Sub, false) => init.wrapping_sub(change) & mask,
+        (_, true) => init.saturating_add(change).min(mask),
+        (_, false) => init.wrapping_add(change) & mask,
     }
 }
 
@@ -267,12 +334,13 @@ impl MemTelemetry for StatNemo {
         spec.validate()?;
         check_supported(spec)?;
         let expected = Expected {
-            table: vec![None; spec.entries as usize],
+            table: vec![0; spec.entries as usize],
             programmed: vec![0; (spec.entries as usize).div_ceil(64)],
             expected: vec![0.0; spec.states as usize],
             swept: vec![0.0; spec.states as usize],
             masses: vec![],
             mass_limit: MAX_MASSES,
+            unreached: vec![0; (spec.entries as usize).div_ceil(64)],
         };
         Ok(self.telemetries.install(*spec, expected))
     }
@@ -292,46 +360,77 @@ impl MemTelemetry for StatNemo {
         region_idx: u64,
     ) -> Result<(), DriverError> {
         let (base, installed) = self.telemetries.with_translation(t, key, region_idx)?;
-        installed.table[key as usize] = Some(base);
-        installed.programmed[key as usize / 64] |= 1 << (key % 64);
+        installed.set(key, base);
         Ok(())
     }
 
     fn clear_translation(&mut self, t: TelemetryId, key: u64) -> Result<(), DriverError> {
         let (_, installed) = self.telemetries.with_key(t, key)?;
-        installed.table[key as usize] = None;
-        installed.programmed[key as usize / 64] &= !(1 << (key % 64));
+        installed.clear(key);
         Ok(())
     }
 
     fn read(&mut self, t: TelemetryId, index: u64) -> Result<u64, DriverError> {
-        let (&spec, installed) = self.telemetries.with_index(t, index)?;
-        let e = &mut installed.expected[index as usize];
-        // Random patterns' requests of `k` each: a Poisson number of them around the
-        // expectation; sequential sweeps' requests are not random.
-        let k = match spec.update.operand {
-            Operand::Const(k) => k as f64,
-            Operand::RequestBytes => LINE_BYTES,
-        };
-        let drawn = if k == 0.0 {
-            0.0
-        } else {
-            self.rng.poisson(*e / k) as f64 * k
-        };
-        let swept = &mut installed.swept[index as usize];
-        let change = (drawn + *swept).round() as u64;
-        if let ReadEffect::Reset(_) = spec.read_effect {
-            *e = 0.0;
-            *swept = 0.0;
+        let (spec, installed) = self.telemetries.with_index(t, index)?;
+        Ok(read_state(spec, installed, &mut self.rng, index as usize))
+    }
+
+    fn read_region(
+        &mut self,
+        t: TelemetryId,
+        region_idx: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), DriverError> {
+        self.read_regions(t, region_idx, 1, out)
+    }
+
+    /// [`MemTelemetry::read`] of each state of the regions, the telemetry looked up once
+    /// (the multiplexer reads a region per programmed key every scan).
+    fn read_regions(
+        &mut self,
+        t: TelemetryId,
+        first: u64,
+        count: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), DriverError> {
+        let (spec, installed) = self.telemetries.get_mut(t)?;
+        if count > 0 {
+            check_region(spec, first)?;
+            check_region(spec, first + count - 1)?;
         }
-        let (init, mask) = (spec.initial(), width_mask(spec.width));
-        let saturate = spec.update.overflow == Overflow::Saturate;
-        Ok(match (spec.update.op, saturate) {
-            (UpdateOp::Sub, true) => init.saturating_sub(change),
-            (UpdateOp::Sub, false) => init.wrapping_sub(change) & mask,
-            (_, true) => init.saturating_add(change).min(mask),
-            (_, false) => init.wrapping_add(change) & mask,
-        })
+        out.clear();
+        let span = spec.span() as usize;
+        let states = first as usize * span..(first + count) as usize * span;
+        out.extend(states.map(|i| read_state(spec, installed, &mut self.rng, i)));
+        Ok(())
+    }
+
+    /// [`MemTelemetry::set_translation`] of each key, the telemetry looked up once.
+    fn set_translations(
+        &mut self,
+        t: TelemetryId,
+        keys: &[u64],
+        first: u64,
+    ) -> Result<(), DriverError> {
+        let (spec, installed) = self.telemetries.get_mut(t)?;
+        for (r, &key) in (first..).zip(keys) {
+            let base = translation_base(spec, key, r)?;
+            installed.set(key, base);
+        }
+        Ok(())
+    }
+
+    /// [`MemTelemetry::clear_translation`] of each key, the telemetry looked up once.
+    fn clear_translations(&mut self, t: TelemetryId, keys: &[u64]) -> Result<(), DriverError> {
+        let (spec, installed) = self.telemetries.get_mut(t)?;
+        let max = spec.translation.primary.max();
+        for &key in keys {
+            if key > max {
+                return Err(DriverError::KeyOutsideMask { key, max });
+            }
+            installed.clear(key);
+        }
+        Ok(())
     }
 
     /// Never any: notifying telemetries are rejected at registration.
@@ -532,10 +631,12 @@ mod tests {
         use tierscope_core::workload::Density;
         let mut spec =
             parse_masim("a, 64MiB\n\np\n1000\na, 1, 4096, 1, rw\na, 1, 4096, 1, ro\n").unwrap();
+        // Narrow enough that the keys beyond its tails (about 40 sigma, 26 MiB) get no
+        // mass: accounting skips them once their masses are kept.
         for p in &mut spec.phases[0].patterns {
             p.density = Density::Gaussian {
                 mean: 0.4,
-                sigma: 0.05,
+                sigma: 0.01,
             };
         }
         let heap = AddrRange::new(1 << 30, (1 << 30) + (64 << 20));
@@ -558,16 +659,69 @@ mod tests {
             }
             nemo.account_segments(&w, std::slice::from_ref(&s), 100_000, 200_000, heap);
             let (_, e) = nemo.telemetries.states_mut().next().unwrap();
-            (e.expected.clone(), e.masses.len())
+            let unreached: u32 = e.unreached.iter().map(|w| w.count_ones()).sum();
+            (e.expected.clone(), e.masses.len(), unreached)
         };
-        let ((cached, kept), (direct, none)) = (run(super::MAX_MASSES), run(0));
+        let ((cached, kept, skipped), (direct, none, unskipped)) = (run(super::MAX_MASSES), run(0));
         assert!(kept > 0 && none == 0, "{kept} {none}");
+        assert!((1..32).contains(&skipped) && unskipped == 0, "{skipped}");
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&cached), bits(&direct));
         // The gaussian's centre (key 12 of 32) got most of the 200 K accesses.
         let total: f64 = cached.iter().sum();
         assert!((total - 200_000.0).abs() < 1.0, "{total}");
         assert!(cached[12] + cached[19] > 0.2 * total, "{cached:?}");
+    }
+
+    #[test]
+    fn stat_batched_calls_equal_one_at_a_time() {
+        // Two engines, one seed: one programs, reads and clears its keys one call each,
+        // the other in batches; every count read (the same Poisson draws in the same
+        // order) and every later count must agree.
+        let spec = workload();
+        let run = |batched: bool| {
+            let mut e = StatEngine::new(&SimMachine::default(), &params(&spec)).unwrap();
+            let nemo = e.mem_telemetry().unwrap();
+            let mut rule = hotness(Kinds::Both);
+            rule.states = 64;
+            rule.translation.sub = Some(MaskShift::bits(20, 21));
+            let t = nemo.register(&rule).unwrap();
+            let keys: Vec<u64> = (0..32).collect();
+            let mut out = vec![];
+            let mut all = vec![];
+            for step in 1..=3u64 {
+                let nemo = e.mem_telemetry().unwrap();
+                if batched {
+                    nemo.set_translations(t, &keys, 0).unwrap();
+                } else {
+                    for (r, &k) in keys.iter().enumerate() {
+                        nemo.set_translation(t, k, r as u64).unwrap();
+                    }
+                }
+                e.advance_to(step * 50_000_000);
+                let nemo = e.mem_telemetry().unwrap();
+                if batched {
+                    nemo.read_regions(t, 0, 32, &mut out).unwrap();
+                    all.extend_from_slice(&out);
+                    nemo.clear_translations(t, &keys).unwrap();
+                } else {
+                    for i in 0..64 {
+                        all.push(nemo.read(t, i).unwrap());
+                    }
+                    for &k in &keys {
+                        nemo.clear_translation(t, k).unwrap();
+                    }
+                }
+            }
+            let nemo = e.mem_telemetry().unwrap();
+            assert!(nemo.read_regions(t, 31, 2, &mut out).is_err());
+            assert!(nemo.clear_translations(t, &[1 << 13]).is_err());
+            all
+        };
+        let (one, batched) = (run(false), run(true));
+        assert_eq!(one.len(), 3 * 64);
+        assert!(one.iter().sum::<u64>() > 0);
+        assert_eq!(one, batched);
     }
 
     #[test]
