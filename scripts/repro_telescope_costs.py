@@ -1,9 +1,9 @@
 """Where `tierscope repro telescope`'s CPU goes, piece by piece (issue 29): the simulation
 of each paper experiment, of one needle seed run and of one layout run per benchmark (one
 run at a time on one thread: process CPU time around it), and the output writing of each
-experiment of an earlier repro directory (metrics.json, windows CSVs, heatmaps, damo
-records, arrays, and the timeline the repro draws). Multiply the seed and layout runs by
-their counts (--needle-seeds, --layouts x --layout-seeds) for the repro's totals.
+experiment of an earlier repro directory (metrics.json, windows CSVs, heatmaps per format,
+damo records, arrays, and the timeline the repro draws). Multiply the seed and layout runs
+by their counts (--needle-seeds, --layouts x --layout-seeds) for the repro's totals.
 
     .venv/bin/python scripts/repro_telescope_costs.py sims [--only NAME ...]
     .venv/bin/python scripts/repro_telescope_costs.py outputs DIR [--only NAME ...]
@@ -28,7 +28,7 @@ from tierscope.experiment import Experiment, load_experiment
 from tierscope.export import csv as csv_export
 from tierscope.export import damo
 from tierscope.output import monitor_arrays_file, safe_name
-from tierscope.plot import heatmap, shared_scales, timeline
+from tierscope.plot import FORMATS, heatmap, shared_scales, timeline
 from tierscope.results import save_arrays
 from tierscope.studies import robustness, telescope
 from tierscope.studies import telescope_paper as paper
@@ -83,14 +83,19 @@ def costs(run_dir: Path, tmp: Path) -> list[tuple[str, float]]:
         lambda: (tmp / "metrics.json").write_text(json.dumps(result.metrics, indent=2))
     )
     scales = shared_scales(result)
-    for kind in ("csv", "heatmaps", "damo", "arrays"):
+    heatmaps = [f"heatmaps {fmt}" for fmt in FORMATS]
+    for kind in ("csv", *heatmaps, "damo", "arrays"):
         parts[kind] = 0.0
     for name, m in result.monitors.items():
         f = safe_name(name)
         parts["csv"] += cpu(lambda m=m, f=f: csv_export.write_windows(m, tmp / f"w-{f}.csv"))
-        parts["heatmaps"] += cpu(
-            lambda name=name, f=f: heatmap(result, name, tmp / f"h-{f}.png", scales=scales)
-        )
+        # One format at a time (each builds the figure again, a few % of its drawing).
+        for kind, fmt in zip(heatmaps, FORMATS, strict=True):
+            parts[kind] += cpu(
+                lambda name=name, f=f, fmt=fmt: heatmap(
+                    result, name, tmp / f"h-{f}", scales=scales, formats=[fmt]
+                )
+            )
         parts["damo"] += cpu(lambda m=m, f=f: damo.write(m, tmp / f"{f}.damon"))
         parts["arrays"] += cpu(
             lambda m=m, name=name: save_arrays(m, tmp / monitor_arrays_file(name))

@@ -39,13 +39,15 @@ def test_costs_times_every_output_of_a_run(tmp_path: Path) -> None:
         "load",
         "metrics.json",
         "csv",
-        "heatmaps",
+        "heatmaps png",
+        "heatmaps svg",
+        "heatmaps pdf",
         "damo",
         "arrays",
         "timeline",
     ]
     assert all(v >= 0 for v in parts.values())
     # The drawing is real work, not a no-op: the heatmaps cost CPU and land on disk.
-    assert parts["heatmaps"] > 0
+    assert parts["heatmaps png"] > 0
     written = {p.suffix for p in scratch.iterdir()}
-    assert {".json", ".csv", ".png", ".damon", ".npz"} <= written
+    assert {".json", ".csv", ".png", ".svg", ".pdf", ".damon", ".npz"} <= written
