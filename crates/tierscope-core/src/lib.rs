@@ -15,7 +15,10 @@ pub mod memtel;
 pub mod placement;
 pub mod rng;
 pub mod snapshot;
-#[cfg(feature = "testing")]
+// The one fake machine of the crates' unit tests. Always compiled, not behind a feature:
+// a feature enabled by dev-dependencies gives `cargo test` a different build of this crate
+// and of every crate above it than the extension's, so `make test` compiled the workspace twice.
+#[doc(hidden)]
 pub mod testing;
 pub mod tiers;
 pub mod units;

@@ -1,5 +1,5 @@
-//! The one fake machine for unit tests of monitors and policies (feature `testing`, which
-//! the crates that test against it enable as a dev-dependency feature).
+//! The one fake machine for unit tests of monitors and policies (compiled always: see the
+//! module's declaration in lib.rs for why it is not behind a feature).
 //!
 //! Flat per-entry ACCESSED bits that tests set directly ([`FakeMachine::touch`]), a count
 //! of every test-and-clear, flushes recorded, and optional hardware as the engines offer
