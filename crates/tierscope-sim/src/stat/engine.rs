@@ -13,7 +13,7 @@ use super::density::{Lookups, Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::nemo::StatNemo;
 use super::pmu::Pmu;
-use super::walks::{log_no_load_remembered, FlushEvent, FlushKind, FlushLog, Target, World};
+use super::walks::{loaded_remembered, FlushEvent, FlushKind, FlushLog, Target, World};
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
@@ -248,7 +248,10 @@ impl StatEngine {
             self.workload.count_at(c.since),
             self.workload.count_at(self.now),
         );
-        let ln = log_no_load_remembered(
+        let u = unit(mix64(
+            self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
+        ));
+        let loaded = loaded_remembered(
             &world,
             &mut self.lookups,
             t,
@@ -256,12 +259,9 @@ impl StatEngine {
             ib,
             c.fresh,
             &self.flushes.events[first_flush..],
+            u,
         );
-        let p_load = -ln.exp_m1();
-        let u = unit(mix64(
-            self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
-        ));
-        if u < p_load {
+        if loaded {
             if clear {
                 *slot.get_mut() = Cleared {
                     since: self.now,

@@ -102,7 +102,7 @@ pub fn log_no_load(
     fresh: u8,
     flushes: &[FlushEvent],
 ) -> f64 {
-    log_no_load_in(w, None, t, ia, ib, fresh, flushes)
+    log_no_load_in(w, None, t, ia, ib, fresh, flushes, None)
 }
 
 /// [`log_no_load`], with the schedules' searches remembered in `lookups` across calls
@@ -116,9 +116,49 @@ pub fn log_no_load_remembered(
     fresh: u8,
     flushes: &[FlushEvent],
 ) -> f64 {
-    log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes)
+    log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes, None)
 }
 
+/// Whether a walk loaded the entry, for the uniform draw `u`: `u < -expm1(ln)` of
+/// [`log_no_load_remembered`]'s `ln`, the same answer, but without evaluating the
+/// interval where a bound on the probability of a load already says no (see
+/// [`load_bound`]).
+#[allow(clippy::too_many_arguments)]
+pub fn loaded_remembered(
+    w: &World,
+    lookups: &mut Lookups,
+    t: Target,
+    ia: u64,
+    ib: u64,
+    fresh: u8,
+    flushes: &[FlushEvent],
+    u: f64,
+) -> bool {
+    u < -log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes, Some(u)).exp_m1()
+}
+
+/// An upper bound on the probability that `accesses` accesses (of every thread) load
+/// the entry, from the largest `m / (1 - m)` over the masses `m` of the random patterns
+/// over the span (`masses`): each access lands in the span with probability `share *
+/// m <= m` and loads it with `q <= 1`, so each term of [`log_no_load`] is at least
+/// `-n m / (1 - m)` (`ln(1 - x) >= -x / (1 - x)`, and the renewal model's
+/// `-mu + tail >= -mu`), its total at least `-accesses * max m / (1 - m)`, and the
+/// probability of a load, `-expm1(total) <= -total`, at most that. The relative and
+/// absolute slack cover the rounding of the terms, far below the bound's own slack.
+fn load_bound(masses: impl Iterator<Item = f64>, accesses: u64) -> f64 {
+    let worst = masses.fold(0.0f64, |w, m| {
+        w.max(if m >= 1.0 {
+            f64::INFINITY
+        } else {
+            m / (1.0 - m)
+        })
+    });
+    worst * accesses as f64 * (1.0 + 1e-9) + 1e-12
+}
+
+/// With `skip_at` (a uniform draw), returns 0.0 early when [`load_bound`] shows that
+/// `skip_at < -expm1(total)` is false whatever the total: the caller's answer is the same.
+#[allow(clippy::too_many_arguments)]
 fn log_no_load_in(
     w: &World,
     mut lookups: Option<&mut Lookups>,
@@ -127,6 +167,7 @@ fn log_no_load_in(
     ib: u64,
     fresh: u8,
     flushes: &[FlushEvent],
+    skip_at: Option<f64>,
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
     let inside_of = |p: &crate::stat::density::Pattern| {
@@ -199,6 +240,23 @@ fn log_no_load_in(
         .patterns
         .iter()
         .any(|p| p.kind == PatternKind::Sequential && p.region.overlap(&t.span) > 0);
+    // Most reads of a still-clear entry (a cold one re-picked, a warm one read one
+    // sampling interval after its clear) draw above any probability the interval could
+    // give: the masses it needs anyway decide them without walking the segments. A sweep
+    // loads for certain once it reaches the span, so it has no such bound.
+    if let Some(u) = skip_at.filter(|_| !sweeps_reach) {
+        let masses = w
+            .workload
+            .patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.region.overlap(&t.span) > 0)
+            .map(|(id, p)| mass_of(id as u32, p, inside_of(p)));
+        let threads = w.schedules.len() as u64;
+        if u >= load_bound(masses, (ib - ia) * threads) {
+            return 0.0;
+        }
+    }
     let mut total = 0.0f64;
     for (sn, sched) in w.schedules.iter().enumerate() {
         let segs = &sched.segments;
@@ -571,6 +629,103 @@ mod tests {
         let all = log_no_load(&world, t, ia, ib, ALL_FRESH, &[]);
         let by_hand = n_b(ia, ib) as f64 * (-(4096.0 / (64 << 20) as f64)).ln_1p();
         assert!(((all - by_hand) / all).abs() < 1e-12, "{all} vs {by_hand}");
+    }
+
+    #[test]
+    fn the_load_bound_never_changes_an_answer() {
+        // A gaussian over 4 GiB (hot centre, far tails of mass 0 and tails of tiny mass)
+        // beside a uniform 64 MiB region, stores and loads, entries at every level: for
+        // random intervals, freshness, flushes and draws, the probability of a load is
+        // below the bound, and the answer with the bound is the evaluation's.
+        let mut spec =
+            parse_masim("g, 4GiB\nb, 64MiB\n\np\n1000\ng, 1, 4096, 3, rw\nb, 1, 4096, 1, rw\n")
+                .unwrap();
+        spec.phases[0].patterns[0].density = tierscope_core::workload::Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.01,
+        };
+        let starts = [0, 4 << 30];
+        let workload = Workload::new(&spec, &starts, 10_000_000);
+        let caches: Vec<RegionCaches> = workload
+            .patterns
+            .iter()
+            .map(|p| {
+                RegionCaches::new(
+                    p.region,
+                    &p.density,
+                    PageSize::Base4K,
+                    Paging::FourLevel,
+                    &TlbConfig::default(),
+                )
+            })
+            .collect();
+        let scheds: Vec<Schedule> = (0..2)
+            .map(|i| {
+                let mut s = Schedule::new(&workload, Rng::new(20 + i));
+                s.run(&workload, 30_000_000);
+                s
+            })
+            .collect();
+        let world = World {
+            workload: &workload,
+            caches: &caches,
+            schedules: &scheds,
+        };
+        let mut rng = Rng::new(21);
+        let lk = &mut Lookups::default();
+        let (mut skipped, mut loaded, mut kept) = (0, 0, 0);
+        for _ in 0..20_000 {
+            let level = [Level::Pte, Level::Pte, Level::Pmd, Level::Pud][rng.below(4) as usize];
+            // Around the centre, in the tails, or in the uniform region.
+            let va = match rng.below(3) {
+                0 => (2 << 30) + rng.below(256 << 20) - (128 << 20),
+                1 => rng.below(4 << 30),
+                _ => (4 << 30) + rng.below(64 << 20),
+            };
+            let start = level.align_down(va);
+            let t = Target {
+                level,
+                leaf: Level::Pte,
+                span: AddrRange::new(start, start + level.span()),
+                stores_only: rng.below(4) == 0,
+            };
+            let ia = rng.below(29_000_000);
+            let longest = 1 << rng.below(25);
+            let ib = ia + 1 + rng.below((30_000_000 - ia).min(longest));
+            let fresh = [0, ALL_FRESH, 1][rng.below(3) as usize];
+            let mut flushes: Vec<FlushEvent> = (0..rng.below(4))
+                .map(|i| FlushEvent {
+                    seq: i + 1,
+                    at: ia + rng.below(ib - ia),
+                    kind: FlushKind::All,
+                })
+                .collect();
+            flushes.sort_by_key(|f| f.at);
+            let u = rng.unit();
+            let ln = log_no_load(&world, t, ia, ib, fresh, &flushes);
+            let p_load = -ln.exp_m1();
+            let masses = workload
+                .patterns
+                .iter()
+                .filter(|p| p.region.overlap(&t.span) > 0)
+                .map(|p| p.mass(t.span));
+            let bound = load_bound(masses, (ib - ia) * 2);
+            assert!(p_load <= bound, "{p_load} > {bound} at {t:?} {ia}..{ib}");
+            let got = loaded_remembered(&world, lk, t, ia, ib, fresh, &flushes, u);
+            assert_eq!(got, u < p_load, "{t:?} {ia}..{ib} u {u} p {p_load}");
+            if u >= bound {
+                skipped += 1;
+            } else if got {
+                loaded += 1;
+            } else {
+                kept += 1;
+            }
+        }
+        // Each way of answering happened often.
+        assert!(
+            skipped > 2000 && loaded > 2000 && kept > 500,
+            "{skipped} {loaded} {kept}"
+        );
     }
 
     #[test]
