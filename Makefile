@@ -70,8 +70,11 @@ apps:
 measure-apps: build apps
 	nice $(BIN)/tierscope measure apps --out experiments/tiering/apps
 
-# The Rust tests skip building the examples (benchmarks and probes with no tests; clippy
-# above checks them with --all-targets): their 13 optimised links cost the suite time.
+# The Rust tests link against the libraries build-test just compiled: the workspace has no
+# feature enabled only by dev-dependencies, and tierscope-py stays in (its pyo3 macros set
+# syn's features, and with them serde's build); either difference made cargo compile every
+# workspace library a second time. They skip building the examples (benchmarks and probes
+# with no tests; clippy above checks them with --all-targets): 13 optimised links.
 # pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
 # ledger is read by one test only, so it runs once (tests/conftest.py).
 test: build-test browser musl apps
