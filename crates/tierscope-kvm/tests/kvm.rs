@@ -254,7 +254,11 @@ fn pml_monitor_classifies_and_detects_reads() {
         m.wake(e.as_machine()).is_none(),
         "the first wake drains the log"
     );
-    for _ in 0..3 {
+    // Reads are seen in a window whose walks set ACCESSED bits after a flush; on a busy
+    // host the guest may run too little in one window for that, so look over several
+    // (a run of `make test` at load ~3 once saw none in the third).
+    let mut read_seen = false;
+    for window in 0..12 {
         let t = m.next_wakeup();
         e.advance_to(t);
         let snap = m.wake(e.as_machine()).unwrap();
@@ -262,10 +266,14 @@ fn pml_monitor_classifies_and_detects_reads() {
         // Written pages are in w only.
         assert!(m.last_written_pages().iter().all(|&a| wr.contains(a)));
         assert!(!m.last_written_pages().is_empty());
+        read_seen |= m.last_read_pages().iter().any(|&a| r.contains(a));
+        if read_seen && window >= 2 {
+            break;
+        }
         // A flush makes the next walks set ACCESSED bits (dirtying page-table pages).
         e.flush(tierscope_core::Flush::All);
     }
-    assert!(m.last_read_pages().iter().any(|&a| r.contains(a)));
+    assert!(read_seen, "no read of r detected in 12 windows");
     let hot: Vec<_> = m.classes();
     assert!(hot
         .iter()
