@@ -75,13 +75,22 @@ measure-apps: build apps
 # syn's features, and with them serde's build); either difference made cargo compile every
 # workspace library a second time. They skip building the examples (benchmarks and probes
 # with no tests; clippy above checks them with --all-targets): 13 optimised links.
+# The Rust tests run in the environment maturin gives cargo (its pyo3 configuration file,
+# interpreter and signature), found once build-test has written it: otherwise pyo3's build
+# scripts see a changed environment and cargo rebuilds pyo3 and the extension crate, and the
+# wheel test (maturin again) rebuilds them back. A missing file only costs that rebuild.
+PYO3_CONFIG = $(firstword $(wildcard $(CURDIR)/target/maturin/pyo3-config-*.txt))
+PYO3_ENV = $(if $(PYO3_CONFIG),PYO3_CONFIG_FILE=$(PYO3_CONFIG) PYO3_BUILD_EXTENSION_MODULE=1 \
+	PYO3_PYTHON=$(abspath $(BIN))/python PYTHON_SYS_EXECUTABLE=$(abspath $(BIN))/python \
+	PYO3_ENVIRONMENT_SIGNATURE=$$($(BIN)/python -c 'import sys; \
+	print(f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-64bit")'))
 # pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
 # ledger is read by one test only, so it runs once (tests/conftest.py).
 test: build-test browser musl apps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace --profile $(TEST_PROFILE) --lib --bins --tests
-	cargo test --workspace --profile $(TEST_PROFILE) --doc
+	env $(PYO3_ENV) cargo test --workspace --profile $(TEST_PROFILE) --lib --bins --tests
+	env $(PYO3_ENV) cargo test --workspace --profile $(TEST_PROFILE) --doc
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) \
 		$(BIN)/pytest -q -n 2 tests
