@@ -400,6 +400,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_cost_is_documented_with_its_default() {
+        // The `[cost]` table of the experiment reference lists each key a file may set.
+        let doc = include_str!("../../../docs/reference/EXPERIMENTS.md");
+        let m = CostModel::default();
+        for (name, v) in m.costs() {
+            let row = format!("| `{name}` | {v} |");
+            assert!(doc.contains(&row), "EXPERIMENTS.md [cost] lacks {row}");
+        }
+        assert!(doc.contains("| `cpu_hz` | 2.1e9 |"));
+    }
+
+    #[test]
     fn cycles_are_linear_in_counts() {
         let m = CostModel::default();
         let one = CostCounters {
