@@ -243,6 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.ids is not None:
+        from tierscope.studies.claims import load_claims
+
+        known = {c.id for c in load_claims(["cori"]) if c.measure == "cori" and c.key}
+        unknown = sorted(set(args.ids) - known)
+        if unknown:
+            ap.error(
+                f"--claims: {', '.join(unknown)}: not a Cori claim measured by `repro cori` "
+                f"(one of {', '.join(sorted(known, key=lambda i: int(i[1:])))})"
+            )
         print(
             f"generated traces, seed {args.seed}, scale {args.scale}, timestep "
             f"{args.timestep}, cold pages {args.cold} x the trace's"

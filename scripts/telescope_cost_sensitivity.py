@@ -232,6 +232,15 @@ def _settings(sets: list[str], vary: str | None) -> list[list[tuple[str, str]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except tierscope.ConfigError as e:
+        # A bad --set path or value, or experiment: one line, as tierscope's own commands.
+        print(f"telescope_cost_sensitivity.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Sequence[str] | None) -> int:
     ap = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

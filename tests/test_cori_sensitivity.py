@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 from tierscope import _core
 
@@ -110,3 +111,11 @@ def test_claims_mode_reads_the_ledger_keys_off_repro_cori_rows() -> None:
     # C50: Cori's trials to within 3 % on the random trace, reactive scheduler.
     (random,) = [r for r in history if r["workload"] == "random"]
     assert float(got["C50"]) == random["cori_to_3pct"]
+
+
+def test_an_unknown_claim_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        script().main(["--claims", "C24", "C999"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "C999" in err and "C24," in err

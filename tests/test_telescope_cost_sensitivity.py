@@ -69,3 +69,9 @@ def test_cpu_share_of_n_threads(runs: tuple[ModuleType, Any, Any]) -> None:
         assert many[cid] == pytest.approx(one[cid] / 176)
     # Cycles are not CPU shares: Table 2's cells stay.
     assert many["T88"] == one["T88"]
+
+
+def test_a_bad_setting_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert script().main(["--set", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonsense" in err and "PATH=VALUE" in err
