@@ -29,6 +29,7 @@ import sys
 import time
 from typing import Any
 
+import tierscope
 from tierscope.experiment import parse_set
 from tierscope.studies import nemo
 
@@ -80,6 +81,15 @@ def main() -> int:
     ap.add_argument("--duration", type=float, help="simulated seconds (default: the file's)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args()
+    try:
+        return _run(args)
+    except tierscope.ConfigError as e:
+        # A bad --set/--vary path or value: one line, as tierscope's own commands.
+        print(f"nemo_sensitivity.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     out = []
     for overrides in _runs(args.set, args.vary):
         t0 = time.monotonic()

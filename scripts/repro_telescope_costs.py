@@ -119,6 +119,8 @@ def main() -> None:
         sims(names)
     elif args.directory is None:
         parser.error("outputs needs the repro directory")
+    elif not args.directory.is_dir():
+        parser.error(f"{args.directory}: not a directory (a repro telescope output)")
     else:
         outputs(args.directory, names)
 

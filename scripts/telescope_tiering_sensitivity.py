@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=170, help="Table 3: 170 threads")
     ap.add_argument("--server-threads", type=int, default=1, help="FIFO servers (Redis: 1)")
     args = ap.parse_args(argv)
+    missing = [str(s) for s in args.stores if not s.is_dir()]
+    if missing:
+        ap.error(f"not a directory (a repro telescope-tiering store): {', '.join(missing)}")
     for store in args.stores:
         print(f"{store}: {args.clients} clients, {args.server_threads} server thread(s)")
         print(

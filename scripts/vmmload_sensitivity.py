@@ -142,8 +142,13 @@ def main() -> int:
     )
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
-    w, h = args.size.split("x")
-    polls = [int(p) for p in args.poll_us.split(",")]
+    try:
+        w, h = (str(int(v)) for v in args.size.split("x"))
+        polls = [int(p) for p in args.poll_us.split(",")]
+    except ValueError:
+        ap.error(f"--size WxH and --poll-us N,N,... take integers: {args.size!r}, {args.poll_us!r}")
+    if any(p < 0 for p in polls):
+        ap.error(f"--poll-us: intervals are 0 or more microseconds, got {args.poll_us!r}")
     root = tree_root()
     vm = str(build_vm_runner(root))
     bare_us = BARE_METAL_EXIT_CYCLES / BARE_METAL_HZ * 1e6
