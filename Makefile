@@ -85,7 +85,9 @@ PYO3_ENV = $(if $(PYO3_CONFIG),PYO3_CONFIG_FILE=$(PYO3_CONFIG) PYO3_BUILD_EXTENS
 	PYO3_ENVIRONMENT_SIGNATURE=$$($(BIN)/python -c 'import sys; \
 	print(f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-64bit")'))
 # pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
-# ledger is read by one test only, so it runs once (tests/conftest.py).
+# ledger is read by one test only, so it runs once (tests/conftest.py). PYTEST_ARGS passes
+# more options, e.g. `make test PYTEST_ARGS="--durations=30"`.
+PYTEST_ARGS ?=
 test: build-test browser musl apps
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
@@ -93,7 +95,7 @@ test: build-test browser musl apps
 	env $(PYO3_ENV) cargo test --workspace --profile $(TEST_PROFILE) --doc
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) \
-		$(BIN)/pytest -q -n 2 tests
+		$(BIN)/pytest -q -n 2 tests $(PYTEST_ARGS)
 
 # The experiments behind docs/results/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \
