@@ -8,15 +8,37 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-# Figures as PNG only: the vector formats (SVG, PDF) cost about 0.2 s per figure each and
-# every run directory has several. test_figures.py checks the default (all three) itself;
-# the CLI subprocesses inherit this.
-os.environ.setdefault("TIERSCOPE_FIGURES", "png")
+# No figure files by default: drawing them costs about 0.5 s of CPU per PNG (more than most
+# of the suite's runs) and every run directory has several. Tests that read the figures a
+# run writes say so with `@pytest.mark.figures` (PNG), or pass `PNG_FIGURES` to `run_cli`
+# in a fixture shared wider than one test; test_figures.py checks the formats themselves.
+# The CLI subprocesses inherit this.
+os.environ.setdefault("TIERSCOPE_FIGURES", "none")
+#: The environment of a run whose PNG figures a test reads.
+PNG_FIGURES = {"TIERSCOPE_FIGURES": "png"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "figures: the test reads the PNG figures runs write (TIERSCOPE_FIGURES=png)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _png_figures_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    # Autouse, so it runs before the test's other function-scoped fixtures (run directories).
+    if request.node.get_closest_marker("figures") is None:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIERSCOPE_FIGURES", "png")
+        yield
 
 # 64 MiB heap: 8 MiB hot (random loads), the rest never touched after initialisation.
 TINY_MASIM = """\
@@ -47,13 +69,17 @@ preset = "telescope-bnd"
 """
 
 
-def run_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str | Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`tierscope ARGS` in `cwd`, with `env` added to this process's environment."""
     return subprocess.run(
         [sys.executable, "-m", "tierscope", *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
+        env=None if env is None else {**os.environ, **env},
     )
 
 

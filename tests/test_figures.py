@@ -80,6 +80,23 @@ def test_formats_from_the_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(OutputError, match="jpg"):
         tierscope.run(TIERING, out="never-written", progress=False)
     assert not Path("never-written").exists()
+    monkeypatch.setenv(plot.FORMATS_ENV, "none,png")
+    with pytest.raises(OutputError, match=r"unknown figure format none; .* or 'none' alone"):
+        plot.figure_formats()
+
+
+def test_no_figures_writes_the_rest_and_the_report_draws_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(plot.FORMATS_ENV, "None")
+    exp = {**TIERING, "duration": "400ms", "monitors": [{"preset": "damon-mod"}]}
+    exp["tiering"] = {**TIERING["tiering"], "policies": ["oracle"]}
+    tierscope.run(exp, out=tmp_path / "r", progress=False)
+    written = {p.name for p in (tmp_path / "r").iterdir()}
+    assert not {n for n in written if n.endswith((".png", ".svg", ".pdf"))}, written
+    assert {"metrics.json", "arrays-damon-mod.npz", "windows-damon-mod.csv"} <= written
+    text = tierscope.write_report(tmp_path / "r").read_text()
+    assert 'alt="heatmap of damon-mod" src="data:image/png;base64,' in text
 
 
 def test_heatmap_panels_share_a_scale_per_quantity(result: tierscope.RunResult) -> None:

@@ -546,6 +546,7 @@ def test_report_and_trace_convert_replace_a_file_only_with_force(
     assert leftovers(workdir, "t.bin") == leftovers(workdir, "mine.html") == []
 
 
+@pytest.mark.figures
 def test_tune_out_is_claimed_like_a_run(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

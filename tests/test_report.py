@@ -115,6 +115,7 @@ def test_sweep_report(sweep_dir: Path) -> None:
     assert "6 of 6 runs stored" in text and "precision p10" in text
 
 
+@pytest.mark.figures
 def test_tiering_run_report(tiering_run_dir: Path) -> None:
     proc = run_cli("report", tiering_run_dir, cwd=tiering_run_dir)
     assert proc.returncode == 0, proc.stderr

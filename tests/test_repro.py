@@ -6,6 +6,8 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import tierscope
 from conftest import run_cli
 from tierscope.studies.telescope import PAPER_DIR
@@ -19,6 +21,7 @@ def test_every_listed_experiment_has_a_file() -> None:
     assert {e for e, _ in PRECISION_RECALL} <= set(EXPERIMENTS)
 
 
+@pytest.mark.figures
 def test_one_experiment_writes_outputs_and_tables(tmp_path: Path) -> None:
     out = tmp_path / "repro"
     r = run_cli(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TINY_EXPERIMENT, TINY_MASIM, leftovers, run_cli
+from conftest import PNG_FIGURES, TINY_EXPERIMENT, TINY_MASIM, leftovers, run_cli
 
 MONITORS = ("damon-mod", "telescope-bnd")
 SUMMARY_KEYS = (
@@ -43,7 +43,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     d = tmp_path_factory.mktemp("run")
     (d / "tiny.cfg").write_text(TINY_MASIM)
     (d / "tiny.toml").write_text(TINY_EXPERIMENT)
-    proc = run_cli("run", "tiny.toml", "--out", "out", cwd=d)
+    proc = run_cli("run", "tiny.toml", "--out", "out", cwd=d, env=PNG_FIGURES)
     assert proc.returncode == 0, proc.stderr
     return d, proc.stdout
 

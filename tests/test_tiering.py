@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tierscope
-from conftest import leftovers, run_cli
+from conftest import PNG_FIGURES, leftovers, run_cli
 from tierscope.cli import compare
 from tierscope.results import POLICY_TIER_DTYPES, POLICY_WINDOW_DTYPES
 
@@ -83,7 +83,7 @@ def cli_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The experiment run through `tierscope run`: (its output directory, stdout)."""
     d = tmp_path_factory.mktemp("tiering")
     (d / "tiers.toml").write_text(TIERING_EXPERIMENT)
-    proc = run_cli("run", "tiers.toml", "--out", "out", cwd=d)
+    proc = run_cli("run", "tiers.toml", "--out", "out", cwd=d, env=PNG_FIGURES)
     assert proc.returncode == 0, proc.stderr
     return d / "out", proc.stdout
 
@@ -279,6 +279,7 @@ def test_compare_policy_rows_from_metrics() -> None:
 # --- the quick form ------------------------------------------------------------------
 
 
+@pytest.mark.figures
 def test_quick_form_tiering(workdir: Path) -> None:
     proc = run_cli(
         "run",

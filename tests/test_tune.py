@@ -8,6 +8,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 from test_cli_errors import assert_bad_input
 from tierscope import _core, cori
@@ -51,6 +53,7 @@ def test_a_cost_that_raises_stops_the_tuning() -> None:
         raise AssertionError("the error was swallowed")
 
 
+@pytest.mark.figures
 def test_tune_a_trace_file(tmp_path: Path) -> None:
     # Page 0 every 2000 requests, 20 other pages cycling in between: their reuses (about
     # 20 requests) fall in bucket 0, which Cori drops; page 0's 199 reuses of 2000 make
@@ -163,6 +166,7 @@ def test_bad_tune_input(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.figures
 def test_repro_cori(tmp_path: Path) -> None:
     proc = run_cli("repro", "cori", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "docs" / "guide" / "TUTORIAL.md"
 FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.S | re.M)
@@ -32,6 +34,7 @@ def test_every_block_is_run() -> None:
         assert lang in ("sh", "python") or info.startswith("file="), (lang, info)
 
 
+@pytest.mark.figures
 def test_the_tutorial_runs_end_to_end(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

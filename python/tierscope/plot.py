@@ -25,7 +25,7 @@ thousands of regions. Only matplotlib's object API is used (no pyplot, no displa
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,12 @@ FORMATS = ("png", "svg", "pdf")
 #: Resolution of the PNGs (the vector formats have none).
 PNG_DPI = 150
 #: Names the formats figures are written in (a comma-separated list of `FORMATS`),
-#: e.g. "png" for a large sweep whose figures are only looked at on screen.
+#: e.g. "png" for a large sweep whose figures are only looked at on screen, or `NO_FIGURES`
+#: for none (drawing them can cost more than the run: about 0.5 s of CPU per PNG).
 FORMATS_ENV = "TIERSCOPE_FIGURES"
+#: The value of `FORMATS_ENV` that writes no figure files (the arrays they are drawn from
+#: are still written: `tierscope report` draws what it shows again).
+NO_FIGURES = "none"
 #: The workload's regions are named on the heap axis up to this many.
 MAX_REGION_NAMES = 24
 #: What `nr_accesses` counts, by feed kind (docs/models/TIERING.md). Access checks are
@@ -63,36 +67,47 @@ TRUTH_COLOURS = ("white", "#b2182b")
 
 def figure_formats() -> tuple[str, ...]:
     """The formats figures are written in: `$TIERSCOPE_FIGURES` (comma-separated) when
-    set, else all of `FORMATS`. An unknown format is an `OutputError` (one line) naming
-    the accepted ones."""
+    set, else all of `FORMATS`; none for `NO_FIGURES`. An unknown format is an
+    `OutputError` (one line) naming the accepted ones."""
     raw = os.environ.get(FORMATS_ENV, "").strip()
     if not raw:
         return FORMATS
+    if raw.lower() == NO_FIGURES:
+        return ()
     chosen = tuple(dict.fromkeys(f.strip().lower() for f in raw.split(",") if f.strip()))
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown or not chosen:
         raise OutputError(
             f"{FORMATS_ENV}={raw!r}: unknown figure format {', '.join(unknown) or '(none)'}; "
-            f"accepted: {', '.join(FORMATS)}"
+            f"accepted: {', '.join(FORMATS)}, or {NO_FIGURES!r} alone"
         )
     return chosen
 
 
 def save(fig: Any, path: Path, formats: Sequence[str] | None = None) -> list[Path]:
     """Writes `fig` as `path` with each suffix of `formats` (default `figure_formats()`):
-    heatmap.png, heatmap.svg, heatmap.pdf. Returns the files written."""
+    heatmap.png, heatmap.svg, heatmap.pdf. Returns the files written (none when
+    `TIERSCOPE_FIGURES=none`)."""
     import matplotlib
 
-    written = []
+    written: list[Path] = []
     # A fixed salt for the SVG's element ids and no dates: the same run writes the same
     # bytes in every format.
     with matplotlib.rc_context({"svg.hashsalt": "tierscope"}):
-        for fmt in formats or figure_formats():
+        for fmt in figure_formats() if formats is None else formats:
             target = path.with_suffix(f".{fmt}")
             metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt, {})
             fig.savefig(target, format=fmt, dpi=PNG_DPI, metadata=metadata)
             written.append(target)
     return written
+
+
+def _draw_and_save(
+    draw: Callable[[], Any], path: Path, formats: Sequence[str] | None = None
+) -> list[Path]:
+    """`save(draw(), path, formats)`, without drawing when there is no format to write."""
+    chosen = figure_formats() if formats is None else tuple(formats)
+    return save(draw(), path, chosen) if chosen else []
 
 
 def _size(n: int) -> str:
@@ -332,7 +347,9 @@ def heatmap(
     formats: Sequence[str] | None = None,
 ) -> list[Path]:
     """Writes `heatmap_figure(result, monitor)` to `path` in each format (`save`)."""
-    return save(heatmap_figure(result, monitor, scales=scales, title=""), path, formats)
+    return _draw_and_save(
+        lambda: heatmap_figure(result, monitor, scales=scales, title=""), path, formats
+    )
 
 
 def timeline_figure(result: RunResult, *, title: str | None = None) -> Any:
@@ -390,7 +407,7 @@ def _legend_below(fig: Any, ax: Any) -> None:
 
 def timeline(result: RunResult, path: Path, *, title: str | None = None) -> list[Path]:
     """Writes `timeline_figure` to `path` in each format (`save`)."""
-    return save(timeline_figure(result, title=title), path)
+    return _draw_and_save(lambda: timeline_figure(result, title=title), path)
 
 
 def _per_second(accesses: npt.NDArray[Any], ns: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
@@ -438,7 +455,7 @@ def throughput_figure(result: RunResult, *, title: str | None = None) -> Any:
 
 def throughput(result: RunResult, path: Path, *, title: str | None = None) -> list[Path]:
     """Writes `throughput_figure` to `path` in each format (`save`)."""
-    return save(throughput_figure(result, title=title), path)
+    return _draw_and_save(lambda: throughput_figure(result, title=title), path)
 
 
 def placement_figure(result: RunResult, *, title: str | None = None) -> Any:
@@ -468,7 +485,7 @@ def placement_figure(result: RunResult, *, title: str | None = None) -> Any:
 
 def placement(result: RunResult, path: Path, *, title: str | None = None) -> list[Path]:
     """Writes `placement_figure` to `path` in each format (`save`)."""
-    return save(placement_figure(result, title=title), path)
+    return _draw_and_save(lambda: placement_figure(result, title=title), path)
 
 
 def accuracy_cost_figure(monitors: Any, params: Sequence[str] = ()) -> Any:

@@ -59,8 +59,8 @@ outputs in DIR: metrics.json, windows-<monitor>.csv, heatmap-<monitor>.png,
 (tierscope.load(DIR) reads the directory back); with memory tiering (a [tiering] table,
 or --tiers), also arrays-policy-<run>.npz per policy run, throughput.png and
 placement.png. Every figure is also written as .svg and .pdf (TIERSCOPE_FIGURES=png,svg,pdf
-chooses; docs/reference/FIGURES.md). DIR also gets tierscope-manifest.json, naming every
-file tierscope wrote.
+chooses, TIERSCOPE_FIGURES=none writes none; docs/reference/FIGURES.md). DIR also gets
+tierscope-manifest.json, naming every file tierscope wrote.
 An absent or empty DIR is created or used. An existing DIR is never emptied: one without
 tierscope-manifest.json is refused whatever the flags; an earlier output is refused unless
 --force is given, and then only the files its manifest names are replaced (anything else
