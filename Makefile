@@ -10,17 +10,19 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 .PHONY: venv build build-test run test browser musl
 
 # The environment: maturin (the build backend) plus the runtime, dev and ray (the sweep
-# executor's optional extra, tested here) dependencies listed in pyproject.toml. The
-# stamp file makes the target cheap once done.
+# executor's optional extra, tested here) dependencies listed in pyproject.toml. uv
+# installs those (2.5 s here where pip took 25 s, the same versions); pip does where uv
+# cannot. The stamp file makes the target cheap once done.
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "maturin>=1.9,<2"
+	$(BIN)/pip install --quiet "maturin>=1.9,<2" "uv>=0.5"
 	$(BIN)/python -c 'import tomllib; d = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 		x = d["optional-dependencies"]; print("\n".join(d["dependencies"] + x["dev"] + x["ray"]))' \
 		> $(VENV)/requirements.txt
-	$(BIN)/pip install --quiet -r $(VENV)/requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -r $(VENV)/requirements.txt || \
+		$(BIN)/pip install --quiet -r $(VENV)/requirements.txt
 	touch $@
 
 # Builds the Rust extension (release) and installs the package into .venv, editable:
