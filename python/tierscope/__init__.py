@@ -15,15 +15,47 @@ The public API, which the `tierscope` CLI uses itself:
 Figures for notebooks and papers: tierscope.plot (docs/reference/FIGURES.md).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from tierscope._core import Cancelled, ConfigError, RunError, Unavailable
 from tierscope._core import __version__ as __version__
 from tierscope.experiment import Experiment, load_experiment
 from tierscope.load import load
 from tierscope.output import OutputError
-from tierscope.report import write_report
 from tierscope.results import MonitorResult, PolicyResult, RunResult, Snapshots, Truth
 from tierscope.runner import run
-from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
+
+if TYPE_CHECKING:
+    from tierscope.report import write_report
+    from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
+
+#: Names imported when first used: sweeps and reports bring pyarrow and more, about a
+#: quarter of the import time of every `tierscope` command that needs neither.
+_LAZY = {
+    "write_report": "tierscope.report",
+    "SweepOutcome": "tierscope.sweep",
+    "SweepRun": "tierscope.sweep",
+    "expand_sweep": "tierscope.sweep",
+    "load_sweep": "tierscope.sweep",
+    "run_sweep": "tierscope.sweep",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tierscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Cancelled",

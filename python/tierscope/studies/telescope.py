@@ -23,7 +23,6 @@ from tierscope.experiment import config_error
 from tierscope.outdir import Claim
 from tierscope.studies import robustness, trends, write_tables
 from tierscope.studies import telescope_paper as paper
-from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
 #: Where the experiment files live (shipped with the package: `tierscope.data`).
@@ -235,6 +234,9 @@ def main(
     ):
         if value < 0:
             raise config_error(SOURCE, f"{flag}: must be 0 or more, got {value}")
+    # Here, not at the top: the sweep store brings pyarrow into every CLI call.
+    from tierscope.sweep.store import claim_store
+
     # DIR is claimed (locked) for the whole reproduction: the store, the timelines and
     # the tables.
     with claim_store(out, adopt=TABLES) as claim:

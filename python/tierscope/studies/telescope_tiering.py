@@ -18,7 +18,6 @@ from typing import Any
 
 from tierscope.data import experiments_dir
 from tierscope.studies import trends, write_tables
-from tierscope.sweep.store import claim_store
 from tierscope.texttable import align
 
 #: Where the experiment files live (shipped with the package: `tierscope.data`).
@@ -193,6 +192,9 @@ def main(
         )
     if quick and paper_length:
         raise config_error("command line", "--quick and --paper-length: give one of them")
+    # Here, not at the top: the sweep store brings pyarrow into every CLI call.
+    from tierscope.sweep.store import claim_store
+
     # DIR (a sweep store, with the tables beside it) is claimed and locked throughout.
     with claim_store(out, adopt=("repro.md", "repro.json")) as claim:
         outcome = run_sweep(
