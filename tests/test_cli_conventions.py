@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import tierscope
 from conftest import run_cli
 from tierscope import ConfigError, expand_sweep
 from tierscope.experiment import load_experiment
@@ -188,3 +191,16 @@ def test_tune_prints_its_cost_with_a_unit(workdir: Path) -> None:
     assert "cost (ns of run time)" in proc.stdout
     chosen = next(x for x in proc.stdout.splitlines() if x.startswith("chosen:"))
     assert re.search(r"\(cost [0-9.e+]+ ns, -?[0-9.]+ % slower than all-fast\)", chosen), chosen
+
+
+def test_the_cli_starts_without_the_sweep_store() -> None:
+    # Every command starts a Python process: pyarrow and matplotlib load only in the
+    # commands that use them (sweeps and their stores, figures), not at the start of all.
+    code = (
+        "import sys, tierscope.cli; tierscope.cli.build_parser(); "
+        "print(sorted(m for m in ('pyarrow', 'matplotlib', 'polars', 'ray') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    assert tierscope.load_sweep.__module__ == "tierscope.sweep.store"
+    assert {"run_sweep", "write_report"} <= set(dir(tierscope))
