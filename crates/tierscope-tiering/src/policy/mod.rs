@@ -134,46 +134,81 @@ pub fn promote_with_room(
     budget: u64,
     out: &mut Vec<Move>,
 ) {
-    let mut promote = vec![];
-    let mut need = 0u64;
+    let mut promotions = Promotions::default();
+    promotions.reset(budget);
     for r in hot {
-        if need >= budget {
+        if promotions.full() {
             break;
         }
-        let range = AddrRange::new(r.start, r.end);
+        promotions.offer(view, AddrRange::new(r.start, r.end));
+    }
+    promotions.finish(view, cold, out);
+}
+
+/// [`promote_with_room`] in two steps, for a policy that offers its candidates one at a
+/// time rather than as a list (the Telescope rule's split regions, whose millions of
+/// pieces it never lists) and keeps the buffer from one window to the next.
+#[derive(Debug, Default)]
+pub struct Promotions {
+    budget: u64,
+    /// Bytes the ranges chosen so far still have to move (at most `budget`).
+    need: u64,
+    ranges: Vec<AddrRange>,
+}
+
+impl Promotions {
+    /// Empty, with `budget` bytes to promote (the buffer's memory is kept).
+    pub fn reset(&mut self, budget: u64) {
+        self.budget = budget;
+        self.need = 0;
+        self.ranges.clear();
+    }
+
+    /// The budget is spent: later offers would be ignored.
+    pub fn full(&self) -> bool {
+        self.need >= self.budget
+    }
+
+    /// Chooses `range` when some of it is off tier 0 (nothing otherwise).
+    pub fn offer(&mut self, view: &View, range: AddrRange) {
         let off = view.bytes_off(range, 0);
         if off == 0 {
-            continue;
+            return;
         }
-        need += off.min(budget - need);
-        promote.push(range);
+        self.need += off.min(self.budget - self.need);
+        self.ranges.push(range);
     }
-    let mut room = view.room(0);
-    let slow = view.slowest();
-    for r in cold {
-        if room >= need {
-            break;
+
+    /// Demotes `cold` (in order) to the slowest tier until the chosen ranges fit, then
+    /// promotes them, as much as fits. Moves go to `out`, demotions first.
+    pub fn finish(&self, view: &View, cold: &[RegionReport], out: &mut Vec<Move>) {
+        let mut room = view.room(0);
+        let slow = view.slowest();
+        for r in cold {
+            if room >= self.need {
+                break;
+            }
+            let range = AddrRange::new(r.start, r.end);
+            let on = view.bytes_on(range, 0);
+            if on == 0 {
+                continue;
+            }
+            room += on;
+            out.push(Move { range, to: slow });
         }
-        let range = AddrRange::new(r.start, r.end);
-        let on = view.bytes_on(range, 0);
-        if on == 0 {
-            continue;
+        let mut left = self.need.min(room);
+        for &range in &self.ranges {
+            if left == 0 {
+                break;
+            }
+            let off = view.bytes_off(range, 0);
+            let take = off.min(left);
+            out.push(Move {
+                range: head(range, off, take),
+                to: 0,
+            });
+            left -= take;
         }
-        room += on;
-        out.push(Move { range, to: slow });
-    }
-    let mut left = need.min(room);
-    for range in promote {
-        if left == 0 {
-            break;
-        }
-        let off = view.bytes_off(range, 0);
-        let take = off.min(left);
-        out.push(Move {
-            range: head(range, off, take),
-            to: 0,
-        });
-        left -= take;
     }
 }
 
