@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -173,9 +174,10 @@ def run_layouts(
     jobs: int = 0,
     progress: bool = False,
     duration: str | None = None,
+    stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
     """Runs `sweep(...)` stored in `out` (resumable) and returns each run's monitor rows:
-    layout, seed, monitor, precision, recall, cpu_percent."""
+    layout, seed, monitor, precision, recall, cpu_percent. `stop`: as `run_sweep`'s."""
     from tierscope import load_sweep, run_sweep
 
     outcome = run_sweep(
@@ -185,6 +187,7 @@ def run_layouts(
         jobs=jobs,
         progress=progress,
         source_name=f"{bench} (layouts)",
+        stop=stop,
     )
     outcome.raise_if_failed("layout runs")
     keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")
