@@ -14,6 +14,10 @@
 //! ... --example bench_speed -- one MONITOR POLICY SIZE DURATION [SEED]
 //!     one case (to time as a whole process, e.g. against another build; a seed other
 //!     than the experiments' default to compare outcomes)
+//! ... --example bench_speed -- ycsb MONITOR POLICY SIZE DURATION [SEED]
+//!     one case on experiments/tiering/ycsb-hotspot-2t.toml's workload instead (YCSB-B,
+//!     hotspot keys: 99 % of the operations on 1 % of the data, 2 MB values, 500 K keys
+//!     per TB): a hot range of tens of GB, which the Telescope rule splits
 //! ```
 //!
 //! A row prints simulated seconds per CPU second (the thread's own CPU time, which other
@@ -42,17 +46,44 @@ const CASES: &[(&str, &str)] = &[
     ("numa-hint", "tpp"),
 ];
 
-/// The experiment of one case: `terabytes` TB of 5 MB values (200 K keys per TB).
-fn experiment(monitor: &str, policy: &str, terabytes: u64, duration: &str, seed: &str) -> String {
-    let keys = 200_000 * terabytes;
-    // A standard deviation of 100 keys, as memtier-gaussian-1t.toml.
-    let stddev = 100.0 / keys as f64;
+/// The key-value workload of a case.
+#[derive(Clone, Copy)]
+enum Workload {
+    /// memtier-gaussian-1t.toml's: 5 MB values, Gaussian keys.
+    Memtier,
+    /// ycsb-hotspot-2t.toml's: 2 MB values, YCSB-B on hotspot keys.
+    Ycsb,
+}
+
+/// The experiment of one case: `terabytes` TB of the workload's values.
+fn experiment(
+    workload: Workload,
+    monitor: &str,
+    policy: &str,
+    terabytes: u64,
+    duration: &str,
+    seed: &str,
+) -> String {
+    let (keys, value_size) = match workload {
+        Workload::Memtier => (200_000 * terabytes, 5_000_000),
+        Workload::Ycsb => (500_000 * terabytes, 2_000_000),
+    };
+    let kv = match workload {
+        // A standard deviation of 100 keys, as memtier-gaussian-1t.toml.
+        Workload::Memtier => format!(
+            r#"kv = {{ keys = {keys}, value_size = "5MB", mix = "memtier", distribution = "gaussian", stddev = {}, duration = "{duration}" }}"#,
+            100.0 / keys as f64
+        ),
+        Workload::Ycsb => format!(
+            r#"kv = {{ keys = {keys}, value_size = "2MB", mix = "ycsb-b", distribution = "hotspot", hot_data = 0.01, hot_ops = 0.99, duration = "{duration}" }}"#
+        ),
+    };
     // NEMO's translation entries index 2 MiB pages directly: enough for the heap.
     let (monitor, variant) = monitor.split_once(':').unwrap_or((monitor, ""));
     let extra = if variant == "window" {
         "sampling = \"window\"".to_string()
     } else if monitor.starts_with("nemo") {
-        let pages = (keys * 5_000_000).div_ceil(2 << 20);
+        let pages = (keys * value_size).div_ceil(2 << 20);
         format!("entries = {}", pages.next_power_of_two())
     } else {
         String::new()
@@ -70,7 +101,7 @@ duration = "{duration}"
 engine = "stat"
 [workload]
 rate = "10M/s"
-kv = {{ keys = {keys}, value_size = "5MB", mix = "memtier", distribution = "gaussian", stddev = {stddev}, duration = "{duration}" }}
+{kv}
 [[monitors]]
 preset = "{monitor}"
 {extra}
@@ -97,13 +128,14 @@ fn thread_cpu() -> f64 {
 /// Runs one case; returns (CPU seconds, wall seconds, summary line), or why the case
 /// cannot run (NEMO's translation table covers at most 2 TiB).
 fn run(
+    workload: Workload,
     monitor: &str,
     policy: &str,
     terabytes: u64,
     duration: &str,
     seed: &str,
 ) -> Result<(f64, f64, String), String> {
-    let text = experiment(monitor, policy, terabytes, duration, seed);
+    let text = experiment(workload, monitor, policy, terabytes, duration, seed);
     let exp = parse_experiment(&text, "bench", Path::new("."), Format::Toml)
         .map_err(|e| e.to_string())?;
     let job = jobs(&exp)[0];
@@ -137,13 +169,25 @@ fn seconds(d: &str) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or(default.into());
-    if args.first().map(String::as_str) == Some("one") {
+    let one = match args.first().map(String::as_str) {
+        Some("one") => Some(Workload::Memtier),
+        Some("ycsb") => Some(Workload::Ycsb),
+        _ => None,
+    };
+    if let Some(workload) = one {
         let (monitor, policy, size, duration) = (arg(1, ""), arg(2, ""), arg(3, ""), arg(4, ""));
-        let (cpu, wall, line) = run(&monitor, &policy, terabytes(&size), &duration, &arg(5, ""))
-            .unwrap_or_else(|e| {
-                eprintln!("{e}");
-                std::process::exit(2)
-            });
+        let (cpu, wall, line) = run(
+            workload,
+            &monitor,
+            &policy,
+            terabytes(&size),
+            &duration,
+            &arg(5, ""),
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
         println!(
             "{line}; {size}, {duration} simulated: {cpu:.2} s CPU, {wall:.2} s wall, {:.1} simulated s per CPU s",
             seconds(&duration) / cpu
@@ -168,7 +212,7 @@ fn main() {
             print!("| {monitor} | {policy} | {size} |");
             let mut cpus = vec![];
             for d in &durations {
-                match run(monitor, policy, terabytes(size), d, "") {
+                match run(Workload::Memtier, monitor, policy, terabytes(size), d, "") {
                     Ok((cpu, _, _)) => {
                         print!(" {:.0} |", seconds(d) / cpu);
                         cpus.push(cpu);
