@@ -390,46 +390,6 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_runs(tmp_path: Path) -> None:
     assert tierscope.load_sweep(out).height == 2 * len(rows_dir(out))
 
 
-def test_stop_event_from_another_thread_cancels_and_keeps_finished_runs(
-    tmp_path: Path,
-) -> None:
-    # A sweep driven from a side thread (repro telescope's seeds and layouts), which
-    # Ctrl-C does not reach: the main thread's stop event ends it, runs in flight
-    # cancelled, every finished run stored once.
-    import threading
-
-    from tierscope.sweep.local import Stopped
-
-    sweep = sweep_file(tmp_path, seeds=5, samples=("2ms", "5ms", "10ms", "20ms"))
-    out = tmp_path / "out"
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def side() -> None:
-        try:
-            tierscope.run_sweep(sweep, out, jobs=2, progress=False, stop=stop)
-        except BaseException as e:  # handed to the main thread
-            failure.append(e)
-
-    t = threading.Thread(target=side)
-    t.start()
-    deadline = time.monotonic() + 120
-    while not out.exists() or len(rows_dir(out)) < 2:
-        assert t.is_alive() and time.monotonic() < deadline
-        time.sleep(0.01)
-    stop.set()
-    t.join(timeout=60)
-    assert not t.is_alive()
-    assert len(failure) == 1 and isinstance(failure[0], Stopped), failure
-    stored = len(rows_dir(out))
-    assert 2 <= stored < 20, stored
-    assert not list((out / "monitors").glob(".*.tmp"))
-    assert tierscope.load_sweep(out).height == 2 * stored
-    # Resumed without the event set, it ends with every run once.
-    outcome = tierscope.run_sweep(sweep, out, jobs=2, progress=False)
-    assert outcome.skipped == stored and outcome.done == 20 - stored
-
-
 def test_another_sweep_into_the_same_directory_is_refused(tmp_path: Path) -> None:
     sweep = sweep_file(tmp_path, seeds=1)
     assert run_cli("sweep", "sweep.toml", "--out", "out", "--quiet", cwd=tmp_path).returncode == 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import random
 import statistics
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -174,10 +173,9 @@ def run_layouts(
     jobs: int = 0,
     progress: bool = False,
     duration: str | None = None,
-    stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
     """Runs `sweep(...)` stored in `out` (resumable) and returns each run's monitor rows:
-    layout, seed, monitor, precision, recall, cpu_percent. `stop`: as `run_sweep`'s."""
+    layout, seed, monitor, precision, recall, cpu_percent."""
     from tierscope import load_sweep, run_sweep
 
     outcome = run_sweep(
@@ -187,7 +185,6 @@ def run_layouts(
         jobs=jobs,
         progress=progress,
         source_name=f"{bench} (layouts)",
-        stop=stop,
     )
     outcome.raise_if_failed("layout runs")
     keep = ("layout", "seed", "monitor", "precision", "recall", "cpu_percent")

@@ -13,11 +13,8 @@ The command's help (`tierscope repro --help`) says more.
 from __future__ import annotations
 
 import statistics
-import sys
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -109,23 +106,16 @@ def seed_runs(
     jobs: int = 0,
     progress: bool = False,
     duration: str | None = None,
-    stop: threading.Event | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Runs the experiment file at `path` once per seed with only `monitors`, as a sweep
     stored in `out` (resumable: seeds already stored there are not run again); per
-    monitor, each seed's precision and recall. `stop`: as `run_sweep`'s."""
+    monitor, each seed's precision and recall."""
     from tierscope import load_sweep, run_sweep
 
     sweep = seed_sweep(path, seeds, monitors, duration)
     name = f"{path} (seeds)"
     outcome = run_sweep(
-        sweep,
-        out,
-        executor=executor,
-        jobs=jobs,
-        progress=progress,
-        source_name=name,
-        stop=stop,
+        sweep, out, executor=executor, jobs=jobs, progress=progress, source_name=name
     )
     outcome.raise_if_failed("seed runs")
     df = load_sweep(out)
@@ -264,59 +254,6 @@ def main(
         )
 
 
-def _seed_and_layout_runs(
-    out: Path,
-    names: list[str],
-    layout_names: set[str],
-    *,
-    needle_seeds: int,
-    layouts: int,
-    layout_seeds: int,
-    executor: str,
-    jobs: int,
-    duration: str | None,
-    stop: threading.Event,
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]], dict[str, float]]:
-    """The needle's seed sweep and the layout sweeps of `_reproduce`, one after the other
-    (without progress bars: they run beside the main sweep's): per experiment its seed
-    mean rows and its layout runs, and each sweep's wall time (keys "NAME seeds 1-N",
-    "NAME layouts")."""
-    seed_rows: dict[str, list[dict[str, Any]]] = {}
-    layout_runs: dict[str, dict[str, Any]] = {}
-    walls: dict[str, float] = {}
-    for n in names:
-        if n == SEED_EXPERIMENT and needle_seeds > 0:
-            t0 = time.monotonic()
-            per_seed = seed_runs(
-                PAPER_DIR / f"{n}.toml",
-                range(1, needle_seeds + 1),
-                SEED_MONITORS,
-                out / f"{n}-seeds",
-                executor=executor,
-                jobs=jobs,
-                duration=duration,
-                stop=stop,
-            )
-            seed_rows[n] = seed_mean_rows(n, per_seed)
-            walls[f"{n} seeds 1-{needle_seeds}"] = time.monotonic() - t0
-        if n in layout_names and layouts > 0 and layout_seeds > 0:
-            t0 = time.monotonic()
-            runs = robustness.run_layouts(
-                PAPER_DIR / f"{n}.toml",
-                n,
-                layouts,
-                layout_seeds,
-                out / f"{n}-layouts",
-                executor=executor,
-                jobs=jobs,
-                duration=duration,
-                stop=stop,
-            )
-            layout_runs[n] = {"distribution": robustness.distribution(runs), "runs": runs}
-            walls[f"{n} layouts"] = time.monotonic() - t0
-    return seed_rows, layout_runs, walls
-
-
 def _reproduce(
     claim: Claim,
     names: list[str],
@@ -330,70 +267,70 @@ def _reproduce(
     progress: bool,
     duration: str | None,
 ) -> int:
-    """`main` into the store claimed by `claim`; every run `duration` long when given.
-
-    The needle's seeds and the layouts run in a thread beside the paper experiments (each
-    of its sweeps on `jobs` cores as well), so that the cores never wait: not for the
-    main sweep's last, longest runs, its outputs and timelines (drawn on this thread), nor
-    for the end of each seed or layout sweep. Every run is the same simulation whatever
-    runs beside it, so the tables are too; only `wall_s` changes."""
+    """`main` into the store claimed by `claim`; every run `duration` long when given."""
     from tierscope import load, run_sweep
     from tierscope.plot import timeline
 
     out = claim.target
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as side:
-        extra = side.submit(
-            _seed_and_layout_runs,
-            out,
-            names,
-            layout_names,
-            needle_seeds=needle_seeds,
-            layouts=layouts,
-            layout_seeds=layout_seeds,
-            executor=executor,
-            jobs=jobs,
-            duration=duration,
-            stop=stop,
-        )
-        try:
-            # One sweep over all paper experiments in DIR, of which --only runs a part: a
-            # rerun with the same DIR resumes it, on either executor.
-            outcome = run_sweep(
-                paper_sweep(duration),
-                out,
-                executor=executor,
-                jobs=jobs,
-                outputs=True,
-                progress=progress,
-                source_name="repro telescope",
-                only=[f"base={n}" for n in names],
-            )
-            outcome.raise_if_failed("experiments")
-            per_name: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
-            for n in names:
-                result = load(out / "runs" / f"base={n}")
-                with claim.stage() as staging:
-                    path = staging / "runs" / f"base={n}" / "timeline.png"
-                    path.parent.mkdir(parents=True)
-                    timeline(result, path, title=paper.EXPERIMENTS[n])
-                per_name[n] = rows_for(n, result.metrics)
-            if progress and not extra.done():
-                print("waiting for the needle's seeds and the layouts", file=sys.stderr)
-            seed_rows, layout_runs, side_walls = extra.result()
-        except BaseException:
-            stop.set()  # the side thread cancels its runs in flight and ends
-            raise
+    # One sweep over all paper experiments in DIR, of which --only runs a part: a rerun
+    # with the same DIR resumes it, on either executor.
+    outcome = run_sweep(
+        paper_sweep(duration),
+        out,
+        executor=executor,
+        jobs=jobs,
+        outputs=True,
+        progress=progress,
+        source_name="repro telescope",
+        only=[f"base={n}" for n in names],
+    )
+    outcome.raise_if_failed("experiments")
     quality: list[dict[str, Any]] = []
     cost: list[dict[str, Any]] = []
     walls: dict[str, float] = {}
+    layout_runs: dict[str, dict[str, Any]] = {}
     for n in names:
+        run_dir = out / "runs" / f"base={n}"
+        result = load(run_dir)
         if f"base={n}" in outcome.run_wall_s:
             walls[n] = outcome.run_wall_s[f"base={n}"]
-        q, c = per_name[n]
-        quality += q + seed_rows.get(n, [])
+        with claim.stage() as staging:
+            path = staging / "runs" / f"base={n}" / "timeline.png"
+            path.parent.mkdir(parents=True)
+            timeline(result, path, title=paper.EXPERIMENTS[n])
+        q, c = rows_for(n, result.metrics)
+        quality += q
         cost += c
-        walls.update((k, v) for k, v in side_walls.items() if k.startswith(f"{n} "))
+        if n == SEED_EXPERIMENT and needle_seeds > 0:
+            t0 = time.monotonic()
+            seeds = range(1, needle_seeds + 1)
+            per_seed = seed_runs(
+                PAPER_DIR / f"{n}.toml",
+                seeds,
+                SEED_MONITORS,
+                out / f"{n}-seeds",
+                executor=executor,
+                jobs=jobs,
+                progress=progress,
+                duration=duration,
+            )
+            quality += seed_mean_rows(n, per_seed)
+            walls[f"{n} seeds 1-{needle_seeds}"] = time.monotonic() - t0
+        if n in layout_names and layouts > 0 and layout_seeds > 0:
+            t0 = time.monotonic()
+            runs = robustness.run_layouts(
+                PAPER_DIR / f"{n}.toml",
+                n,
+                layouts,
+                layout_seeds,
+                out / f"{n}-layouts",
+                executor=executor,
+                jobs=jobs,
+                progress=progress,
+                duration=duration,
+            )
+            layout_runs[n] = {"distribution": robustness.distribution(runs), "runs": runs}
+            walls[f"{n} layouts"] = time.monotonic() - t0
     text = format_tables(quality, cost)
     for n, lay in layout_runs.items():
         title = (

@@ -1,13 +1,10 @@
 """The local executor: up to `jobs` runs at once on this machine, each on its own Rust
 thread, driven from the calling thread (no worker processes: a run costs its simulation
-and nothing else). Ctrl-C cancels the runs in flight and joins them; so does a `stop`
-event set by another thread (a sweep driven from a thread beside others, which Ctrl-C
-does not reach), raising `Stopped`."""
+and nothing else). Ctrl-C cancels the runs in flight and joins them."""
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -26,10 +23,6 @@ OnFailed = Callable[[SweepRun, str], None]
 OnProgress = Callable[[int, float], None]
 
 
-class Stopped(Exception):
-    """The sweep's `stop` event was set: the runs in flight were cancelled."""
-
-
 def run_local(
     runs: Sequence[SweepRun],
     jobs: int,
@@ -37,7 +30,6 @@ def run_local(
     on_failed: OnFailed,
     on_progress: OnProgress | None = None,
     on_start: Callable[[SweepRun], None] | None = None,
-    stop: threading.Event | None = None,
 ) -> None:
     queue = list(runs)
     queue.reverse()  # pop() from the end keeps the sweep's order
@@ -45,8 +37,6 @@ def run_local(
     finished = 0
     try:
         while queue or active:
-            if stop is not None and stop.is_set():
-                raise Stopped
             while queue and len(active) < jobs:
                 r = queue.pop()
                 if on_start is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +55,6 @@ def run_sweep(
     source_name: str | None = None,
     only: Collection[str] | None = None,
     overrides: Sequence[tuple[str, str]] = (),
-    stop: threading.Event | None = None,
 ) -> SweepOutcome:
     """Runs every run of the sweep not yet in the store at `out`. `jobs`: runs at once on
     the local executor (0: one per core). `outputs`: also write each run's full outputs
@@ -64,9 +62,7 @@ def run_sweep(
     the outcome and not stored, so a later call retries them. `only`: run just these run
     ids (the others stay pending). `overrides`: `(PATH, VALUE)` pairs of `--set`, applied
     to every run (`expand_sweep`); the store records them and is resumed only with the
-    same ones. `stop` (local executor): when another thread sets it, the runs in flight
-    are cancelled and `tierscope.sweep.local.Stopped` is raised (the finished ones stay
-    stored).
+    same ones.
 
     The store is claimed and locked for the whole call (`claim_store`): another sweep on
     it is refused with `OutputError` while this one runs, and so is a directory holding
@@ -91,7 +87,6 @@ def run_sweep(
             source_name,
             only,
             [f"{p}={v}" for p, v in overrides],
-            stop,
         )
 
 
@@ -107,7 +102,6 @@ def _run_claimed(
     source_name: str | None,
     only: Collection[str] | None,
     overrides: list[str],
-    stop: threading.Event | None,
 ) -> SweepOutcome:
     directory = claim.target
     name = source_name or (str(source) if not isinstance(source, dict) else "<sweep dict>")
@@ -156,7 +150,7 @@ def _run_claimed(
             def on_start(r: SweepRun) -> None:
                 started[r.id] = time.monotonic()
 
-            run_local(pending, n, on_done, on_failed, on_progress, on_start, stop)
+            run_local(pending, n, on_done, on_failed, on_progress, on_start)
     finally:
         if bar is not None:
             bar.close()
