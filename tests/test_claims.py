@@ -182,6 +182,13 @@ def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
             assert "`tierscope " in how, row
     doc = json.loads((quick_ledger.out / "claims.json").read_text())
     assert doc["quick"] is True and doc["problems"] == []
+    # Every measurement was taken by this ledger: its wall time, and its commit in a git tree.
+    walls = re.search(r"Measurements' wall times \(.*?\): (.*?)\.\n", text)
+    assert walls is not None, text[:2000]
+    in_git = "at commit (not a git tree)" not in doc["produced"]
+    for name in ("telescope", "nemo", "cori"):
+        pattern = rf"\b{name} \d+ s" + (r" at [0-9a-f]{7,}\+?" if in_git else "")
+        assert re.search(pattern, walls.group(1)), walls.group(1)
     # Nothing outside --out: the quick ledger never writes docs/.
     assert sorted(p.name for p in quick_ledger.base.iterdir()) == ["claims"]
     # Its measurements are the quick repros' own outputs: checked here as their tests

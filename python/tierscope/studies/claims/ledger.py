@@ -577,13 +577,18 @@ def main(out: str | None, *, quick: bool = False, papers: Sequence[str] | None =
             json.loads(timings_path.read_text(encoding="utf-8")) if timings_path.is_file() else {}
         )
 
-        def on_measured(name: str, wall_s: float | None) -> None:
-            if wall_s is not None:
-                timings[name] = {"wall_s": round(wall_s, 1), "quick": quick}
-                claim.put("timings.json", (json.dumps(timings, indent=1) + "\n").encode())
-
         commit = _git("rev-parse", "--short", "HEAD")
         dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+
+        def on_measured(name: str, wall_s: float | None) -> None:
+            # Each measurement keeps the commit it was taken at: a later ledger that
+            # reuses it says so.
+            if wall_s is not None:
+                timings[name] = {"wall_s": round(wall_s, 1), "quick": quick}
+                if commit:
+                    timings[name]["commit"] = commit + ("+" if dirty else "")
+                claim.put("timings.json", (json.dumps(timings, indent=1) + "\n").encode())
+
         words = ["tierscope", "repro", "claims"] + (["--quick"] if quick else [])
         words += [f"--paper {p}" for p in papers or []] + ["--out", str(target)]
         produced = (
@@ -598,9 +603,16 @@ def main(out: str | None, *, quick: bool = False, papers: Sequence[str] | None =
         )
         if timings:
             walls = ", ".join(
-                f"{n} {t['wall_s']:.0f} s" for n, t in sorted(timings.items()) if "wall_s" in t
+                f"{n} {t['wall_s']:.0f} s" + (f" at {t['commit']}" if "commit" in t else "")
+                for n, t in sorted(timings.items())
+                if "wall_s" in t
             )
-            text = text.replace(produced, produced + f" Measurements' wall times: {walls}.", 1)
+            text = text.replace(
+                produced,
+                produced + f" Measurements' wall times (and commits; + uncommitted changes): "
+                f"{walls}.",
+                1,
+            )
         doc = {
             "quick": quick,
             "papers": chosen,
