@@ -105,23 +105,10 @@ pub fn log_no_load(
     log_no_load_in(w, None, t, ia, ib, fresh, flushes, None)
 }
 
-/// [`log_no_load`], with the schedules' searches remembered in `lookups` across calls
-/// (the engine's reads, which repeat them).
-pub fn log_no_load_remembered(
-    w: &World,
-    lookups: &mut Lookups,
-    t: Target,
-    ia: u64,
-    ib: u64,
-    fresh: u8,
-    flushes: &[FlushEvent],
-) -> f64 {
-    log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes, None)
-}
-
 /// Whether a walk loaded the entry, for the uniform draw `u`: `u < -expm1(ln)` of
-/// [`log_no_load_remembered`]'s `ln`, the same answer, but without evaluating the
-/// interval where a bound on the probability of a load already says no (see
+/// [`log_no_load`]'s `ln`, the same answer, with the schedules' searches remembered in
+/// `lookups` across calls (the engine's reads, which repeat them), and without evaluating
+/// the interval where a bound on the probability of a load already says no (see
 /// [`load_bound`]).
 #[allow(clippy::too_many_arguments)]
 pub fn loaded_remembered(
@@ -614,7 +601,7 @@ mod tests {
         // Remembering the searches changes nothing, asked once or again.
         let lk = &mut Lookups::default();
         for _ in 0..2 {
-            let again = log_no_load_remembered(&world, lk, t, ia, ib, 0, &flush);
+            let again = log_no_load_in(&world, Some(&mut *lk), t, ia, ib, 0, &flush, None);
             assert_eq!(again.to_bits(), got.to_bits());
         }
         // Before the flush the caches are warm (the TLB mostly misses on 16 K pages, the
