@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -39,6 +41,7 @@ def _png_figures_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TIERSCOPE_FIGURES", "png")
         yield
+
 
 # 64 MiB heap: 8 MiB hot (random loads), the rest never touched after initialisation.
 TINY_MASIM = """\
@@ -88,6 +91,18 @@ def workdir(tmp_path: Path) -> Path:
     (tmp_path / "tiny.cfg").write_text(TINY_MASIM)
     (tmp_path / "tiny.toml").write_text(TINY_EXPERIMENT)
     return tmp_path
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module (the scripts are not a package). It is registered in
+    `sys.modules` first: a dataclass looks its module up by name while being built."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def leftovers(directory: Path, name: str) -> list[Path]:

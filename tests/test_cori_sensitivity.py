@@ -3,26 +3,13 @@ hand on a swept trace, and its rows against the model run by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
+from conftest import load_script
 from tierscope import _core
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "cori_sensitivity", ROOT / "scripts" / "cori_sensitivity.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def swept_trace(tmp_path: Path) -> Path:
@@ -39,7 +26,7 @@ def swept_trace(tmp_path: Path) -> Path:
 
 
 def test_fit_period_by_hand(tmp_path: Path) -> None:
-    s = script()
+    s = load_script("cori_sensitivity")
     trace = _core.CoriTrace.from_file(swept_trace(tmp_path))
     ids = s.page_ids(trace)
     assert ids.tolist()[:501] == [0] * 500 + [1] and int(ids.max()) == 9
@@ -60,7 +47,7 @@ def test_fit_period_by_hand(tmp_path: Path) -> None:
 
 
 def test_rows_against_the_model(tmp_path: Path) -> None:
-    s = script()
+    s = load_script("cori_sensitivity")
     trace = _core.CoriTrace.generate("iterative", 1, 1)
     rows = s.evaluate("iterative", trace, 0.2, 20)
     assert [r["scheduler"] for r in rows] == ["history", "oracle"]
@@ -76,7 +63,7 @@ def test_rows_against_the_model(tmp_path: Path) -> None:
 
 
 def test_cold_pages_grow_the_footprint_and_leave_the_reuse(tmp_path: Path) -> None:
-    s = script()
+    s = load_script("cori_sensitivity")
     trace = _core.CoriTrace.from_file(swept_trace(tmp_path))
     cold = s.with_cold_pages(trace, 2.0)
     # 20 more pages, each on its 64 lines once, before the sweep.
@@ -94,7 +81,7 @@ def test_claims_mode_reads_the_ledger_keys_off_repro_cori_rows() -> None:
 
     from tierscope.studies import cori as study
 
-    s = script()
+    s = load_script("cori_sensitivity")
     args = argparse.Namespace(
         seed=1, scale=1, timestep=1000, cold=0.0, ids=["C24", "C50"], traces="", generated=True
     )
@@ -115,7 +102,7 @@ def test_claims_mode_reads_the_ledger_keys_off_repro_cori_rows() -> None:
 
 def test_an_unknown_claim_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
-        script().main(["--claims", "C24", "C999"])
+        load_script("cori_sensitivity").main(["--claims", "C24", "C999"])
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "C999" in err and "C24," in err

@@ -3,26 +3,15 @@ measurement (docs/techniques/NEMO.md, "The gaps, pinned"; skipped without a C co
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import load_script
 
 
 def test_score_shares_by_hand() -> None:
-    s = script("nemo_sensitivity")
+    s = load_script("nemo_sensitivity")
     # 21 buckets (MEMTIS's 0-20): 2 pages at 0, 1 at 15, 1 at 16, 4 at 20.
     buckets = [2] + [0] * 14 + [1, 1, 0, 0, 0, 4]
     assert len(buckets) == 21
@@ -32,7 +21,7 @@ def test_score_shares_by_hand() -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
 def test_wakeup_cost_is_measured_per_wakeup() -> None:
-    s = script("poll_wakeup_cost")
+    s = load_script("poll_wakeup_cost")
     values = s.measure(polls=50, interval_us=200, repeats=2)
     # Each wake-up costs some CPU, and far less than the 200 us it slept.
     assert len(values) == 2 and all(0 < v < 200_000 for v in values)

@@ -3,23 +3,10 @@ output is timed, once per run, and written where it says."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import tierscope
-from conftest import TINY_MASIM
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script() -> ModuleType:
-    name = "repro_telescope_costs"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import TINY_MASIM, load_script
 
 
 def test_costs_times_every_output_of_a_run(tmp_path: Path) -> None:
@@ -34,7 +21,7 @@ def test_costs_times_every_output_of_a_run(tmp_path: Path) -> None:
     tierscope.run(experiment, out=run_dir, progress=False)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    parts = dict(script().costs(run_dir, scratch))
+    parts = dict(load_script("repro_telescope_costs").costs(run_dir, scratch))
     assert list(parts) == [
         "load",
         "metrics.json",

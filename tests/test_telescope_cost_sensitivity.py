@@ -5,36 +5,25 @@ the CPU % as a share of N threads is the share of one core over N
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script() -> ModuleType:
-    name = "telescope_cost_sensitivity"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def runs() -> tuple[ModuleType, dict[str, Any], dict[str, Any]]:
-    s = script()
+    s = load_script("telescope_cost_sensitivity")
     before = s.measure(["subtb-1g"], [], "2s")
     after = s.measure(["subtb-1g"], [("cost.walk_step", "120")], "2s")
     return s, before, after
 
 
 def test_a_cost_constant_moves_cycles_only(runs: tuple[ModuleType, Any, Any]) -> None:
-    _, before, after = runs
-    assert [r["monitor"] for r in before["cost"]] == list(script().MONITORS)
+    s, before, after = runs
+    assert [r["monitor"] for r in before["cost"]] == list(s.MONITORS)
     for b, a in zip(before["cost"], after["cost"], strict=True):
         assert a["regions_per_sample"] == b["regions_per_sample"]
         assert a["bits_flipped"] == b["bits_flipped"]
@@ -72,6 +61,6 @@ def test_cpu_share_of_n_threads(runs: tuple[ModuleType, Any, Any]) -> None:
 
 
 def test_a_bad_setting_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert script().main(["--set", "nonsense"]) == 2
+    assert load_script("telescope_cost_sensitivity").main(["--set", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nonsense" in err and "PATH=VALUE" in err

@@ -4,25 +4,13 @@ warm-up's windows left out as the summary leaves them out."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "telescope_tiering_sensitivity", ROOT / "scripts" / "telescope_tiering_sensitivity.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import load_script
 
 
 def store(tmp_path: Path) -> Path:
@@ -56,7 +44,7 @@ def store(tmp_path: Path) -> Path:
 
 
 def test_closed_loop_p95_by_hand(tmp_path: Path) -> None:
-    mod = script()
+    mod = load_script("telescope_tiering_sensitivity")
     (row,) = mod.rows(store(tmp_path), clients=170, threads=1)
     assert row["monitor"] == "telescope-bnd"
     assert row["service_p95_ms"] == pytest.approx(0.02)
@@ -70,7 +58,7 @@ def test_closed_loop_p95_by_hand(tmp_path: Path) -> None:
 
 
 def test_counted_windows_must_add_up(tmp_path: Path) -> None:
-    mod = script()
+    mod = load_script("telescope_tiering_sensitivity")
     arrays = {"windows.app_ns": np.array([3.0, 1.0, 1.0])}
     assert mod.counted(arrays, 2.0).tolist() == [False, True, True]
     with pytest.raises(ValueError):

@@ -3,29 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def script() -> ModuleType:
-    path = ROOT / "scripts" / "vmmload_sensitivity.py"
-    spec = importlib.util.spec_from_file_location("vmmload_sensitivity", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    # Its dataclass looks its module up by name while being built.
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import load_script
 
 
 def test_vcpu_stats_line() -> None:
-    s = script()
+    s = load_script("vmmload_sensitivity")
     report = (
         "run_program: Some(Exited(0)) after 0.4 s; 29 syscall sites rewritten\n"
         "run_program: vcpu stats pf_taken=697 exits=734 irq_exits=27\n"
@@ -36,7 +20,7 @@ def test_vcpu_stats_line() -> None:
 
 
 def test_parts_add_up_and_bare_metal_exits_remove_the_premium() -> None:
-    s = script()
+    s = load_script("vmmload_sensitivity")
 
     def r(t: float, exits: int = 0) -> object:
         return s.Run(wall_s=t, cpu_s=t, stats={"exits": exits})
