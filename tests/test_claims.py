@@ -183,7 +183,7 @@ def test_repro_claims_quick_through_the_cli(quick_ledger: QuickLedger) -> None:
     doc = json.loads((quick_ledger.out / "claims.json").read_text())
     assert doc["quick"] is True and doc["problems"] == []
     # Every measurement was taken by this ledger: its wall time, and its commit in a git tree.
-    walls = re.search(r"Measurements' wall times \(.*?\): (.*?)\.\n", text)
+    walls = re.search(r"Measurements' wall times and commits \(.*?\): (.*?)\.\n", text)
     assert walls is not None, text[:2000]
     in_git = "at commit (not a git tree)" not in doc["produced"]
     for name in ("telescope", "nemo", "cori"):

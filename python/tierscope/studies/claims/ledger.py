@@ -609,8 +609,8 @@ def main(out: str | None, *, quick: bool = False, papers: Sequence[str] | None =
             )
             text = text.replace(
                 produced,
-                produced + f" Measurements' wall times (and commits; + uncommitted changes): "
-                f"{walls}.",
+                produced + " Measurements' wall times and commits (a + marks uncommitted "
+                f"changes): {walls}.",
                 1,
             )
         doc = {
