@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from tierscope.report import write_report
     from tierscope.sweep import SweepOutcome, SweepRun, expand_sweep, load_sweep, run_sweep
 
-#: Names imported when first used: sweeps and reports bring pyarrow and more, about a
-#: quarter of the import time of every `tierscope` command that needs neither.
+#: Names imported when first used: sweeps and reports bring pyarrow, which every
+#: `tierscope` command paid for at start (`run --help` takes 0.83 of the CPU time without
+#: it: docs/results/PERFORMANCE.md, "The test suite").
 _LAZY = {
     "write_report": "tierscope.report",
     "SweepOutcome": "tierscope.sweep",
