@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tierscope
@@ -127,11 +128,12 @@ def test_failed_write_leaves_nothing(cfg_dir: Path, monkeypatch: pytest.MonkeyPa
 
 
 def naive_raster(regions: list[list[tuple[int, int, float]]], lo: int, hi: int, rows: int):
+    # Row r covers [lo + r (hi - lo) / rows, lo + (r + 1) (hi - lo) / rows), exactly.
     grid = np.zeros((rows, len(regions)))
-    row_bytes = (hi - lo) / rows
     for w, window in enumerate(regions):
         for r in range(rows):
-            a, b = lo + r * row_bytes, lo + (r + 1) * row_bytes
+            a = lo + Fraction(r * (hi - lo), rows)
+            b = lo + Fraction((r + 1) * (hi - lo), rows)
             for s, e, v in window:
                 if v > 0 and max(s, a) < min(e, b):
                     grid[r, w] = max(grid[r, w], v)
@@ -149,6 +151,8 @@ def windows(draw: st.DrawFn) -> list[list[tuple[int, int, float]]]:
 
 @settings(max_examples=150, deadline=None)
 @given(windows(), st.integers(0, 1 << 15), st.integers(1, 1 << 16), st.integers(1, 40))
+# An interval ending on a row's start (513 = 39 + 7 x 948 / 14), where division rounds up.
+@example(w=[[(0, 513, 1.0)]], lo=39, span=948, rows=14)
 def test_rasterize_matches_naive(w: list, lo: int, span: int, rows: int) -> None:
     flat = [r for window in w for r in window]
     offsets = np.cumsum([0] + [len(x) for x in w]).astype(np.uint64)

@@ -148,9 +148,20 @@ def rasterize(
     v = values.astype(np.float64)
     keep = (e > s) & (v > 0)
     s, e, v, window = s[keep], e[keep], v[keep], window[keep]
-    row_bytes = (hi - lo) / rows
+    span = hi - lo
+    row_bytes = span / rows
     r0 = np.floor(s / row_bytes).astype(np.int64)
-    r1 = np.minimum(np.ceil(e / row_bytes).astype(np.int64), rows)
+    r1 = np.ceil(e / row_bytes).astype(np.int64)
+    # Row r covers [r * span / rows, (r + 1) * span / rows): an interval ending on a row's
+    # start must not paint that row, nor one starting on a row's end the row before.
+    # Division rounds either way there, so quotients close to a whole number are settled
+    # in exact integer arithmetic (Python's, as products can pass 64 bits).
+    for q, x, up in ((r0, s, False), (r1, e, True)):
+        exact = x / row_bytes
+        for i in np.flatnonzero(np.abs(exact - np.rint(exact)) < 1e-6):
+            num = int(x[i]) * rows
+            q[i] = -(-num // span) if up else num // span
+    r1 = np.minimum(r1, rows)
     n = np.maximum(r1 - r0, 0)
     # Expand each interval into the rows it covers; disjoint intervals per window keep
     # the total at most rows + intervals per window.
