@@ -6,10 +6,16 @@ use tierscope_experiment::{parse_experiment, run_experiment, Format, Progress};
 fn main() {
     let path = std::env::args()
         .nth(1)
-        .expect("usage: run_summary EXPERIMENT.toml [KEY=VALUE...]");
+        .expect("usage: run_summary EXPERIMENT.toml|.json [KEY=VALUE...]");
     let text = std::fs::read_to_string(&path).expect("readable file");
     let base = Path::new(&path).parent().unwrap_or(Path::new("."));
-    let exp = match parse_experiment(&text, &path, base, Format::Toml) {
+    // A sweep's expanded runs are easiest to save as JSON (`Experiment.to_dict()`).
+    let format = if path.ends_with(".json") {
+        Format::Json
+    } else {
+        Format::Toml
+    };
+    let exp = match parse_experiment(&text, &path, base, format) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{e}");

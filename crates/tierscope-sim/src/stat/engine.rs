@@ -779,7 +779,7 @@ mod tests {
 
     #[test]
     fn dead_entries_beyond_the_exact_set_are_counted_per_chunk() {
-        use crate::stat::entries::RECENT_DEAD;
+        use crate::stat::dead::RECENT_DEAD;
         let spec = parse_masim("cold, 8GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
         let mut e = engine(&spec, 1);
         let base = Level::Pud.align_down(e.layout.region_starts[0]) + (1 << 30);

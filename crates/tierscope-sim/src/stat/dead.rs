@@ -1,0 +1,235 @@
+//! Cleared entries that no access can ever set again ("dead": no pattern of any phase
+//! touches their span).
+//!
+//! DAMON clears millions of them in a terabyte heap, one random page per region per
+//! sampling interval, and reads each one interval later. The most recent [`RECENT_DEAD`]
+//! PTE and PMD ones are kept exactly; older ones are folded into a count per (bit, level,
+//! 1 GiB chunk), and a later read of an untracked dead entry of that chunk finds it
+//! cleared with probability count / entries-per-chunk (a fixed hash of the entry against
+//! a growing fraction, so the answer never flips back). Monitors pick addresses
+//! uniformly within regions, which is what makes the fraction the right probability.
+//! Upper-level dead entries are few and stay exact for the whole run.
+//!
+//! Layout, for speed (the answers are those of one set of the last [`RECENT_DEAD`]
+//! keys): a key is stored with the number of its clear, so it leaves the exact set
+//! when [`RECENT_DEAD`] later clears have been made, without being removed from a
+//! table then (a removal at a random place of a 30 MiB table is a cache miss per
+//! clear). The newest clears are held in a small table that stays in the host's cache,
+//! where a monitor reading its own clear one interval later finds them; it is merged
+//! into the large table when full, and the large table drops its expired keys in one
+//! sequential pass once they make up a third of it.
+
+use std::collections::VecDeque;
+
+use super::entries::FastMap;
+use super::filter::KeyFilter;
+use tierscope_core::Level;
+
+/// Dead PTE/PMD entries kept exactly.
+pub const RECENT_DEAD: usize = 1 << 20;
+
+/// Clears held in the small table before it is merged (256 KiB of buckets).
+const NEWEST: usize = 1 << 13;
+
+/// log2 of the chunk the older dead entries are counted in.
+const CHUNK_SHIFT: u32 = 30;
+
+/// The clear number of a key that never leaves the exact set (upper levels).
+const FOREVER: u64 = u64::MAX;
+
+fn level_of(key: u64) -> usize {
+    ((key >> 58) & 7) as usize
+}
+
+fn is_upper(key: u64) -> bool {
+    level_of(key) >= Level::Pud.index()
+}
+
+/// The chunk counter's key and the number of entries in a chunk.
+fn chunk(key: u64) -> (u64, u64) {
+    let level = Level::from_index(level_of(key));
+    let per_chunk_shift = CHUNK_SHIFT - level.span_shift();
+    let number = key & ((1 << 58) - 1);
+    (
+        key & !((1 << 58) - 1) | number >> per_chunk_shift,
+        1 << per_chunk_shift,
+    )
+}
+
+#[derive(Debug, Default)]
+pub struct DeadEntries {
+    /// The newest clears: key -> its clear number (1, 2, ...; [`FOREVER`] for upper
+    /// levels). Every key here is in the exact set.
+    newest: FastMap<u64, u64>,
+    /// Older clears, the same way; a key is in the exact set while its number is one
+    /// of the last [`RECENT_DEAD`] (or [`FOREVER`]).
+    older: FastMap<u64, u64>,
+    /// Guards `older`.
+    filter: KeyFilter,
+    /// The PTE/PMD keys of the exact set, oldest first.
+    order: VecDeque<u64>,
+    /// PTE/PMD clears made so far (the last clear's number).
+    made: u64,
+    /// Upper-level keys held (they never leave).
+    upper: usize,
+    /// Per (bit, level, 1 GiB chunk): dead entries forgotten from the exact set.
+    counts: FastMap<u64, u32>,
+}
+
+impl DeadEntries {
+    fn live(&self, number: u64) -> bool {
+        number == FOREVER || number + RECENT_DEAD as u64 > self.made
+    }
+
+    /// Whether `key` is in the exact set.
+    fn holds(&self, key: u64) -> bool {
+        if self.newest.contains_key(&key) {
+            return true;
+        }
+        self.filter.may_contain(key) && self.older.get(&key).is_some_and(|&n| self.live(n))
+    }
+
+    /// Whether the dead entry `key` is clear; `u` is a fixed uniform draw for the entry.
+    pub fn is_clear(&self, key: u64, u: f64) -> bool {
+        if self.holds(key) {
+            return true;
+        }
+        if is_upper(key) {
+            return false;
+        }
+        let (c, n) = chunk(key);
+        self.counts
+            .get(&c)
+            .is_some_and(|&count| u < count as f64 / n as f64)
+    }
+
+    /// Records that the dead entry `key` is now clear.
+    pub fn clear(&mut self, key: u64) {
+        if self.holds(key) {
+            return;
+        }
+        let number = if is_upper(key) {
+            self.upper += 1;
+            FOREVER
+        } else {
+            self.made += 1;
+            self.order.push_back(key);
+            if self.order.len() > RECENT_DEAD {
+                let old = self.order.pop_front().expect("non-empty");
+                *self.counts.entry(chunk(old).0).or_default() += 1;
+            }
+            self.made
+        };
+        self.newest.insert(key, number);
+        if self.newest.len() >= NEWEST {
+            self.merge_newest();
+        }
+    }
+
+    /// Moves the newest clears into `older`, dropping its expired keys when they are a
+    /// third of it.
+    fn merge_newest(&mut self) {
+        let mut rebuild = false;
+        for (key, number) in self.newest.drain() {
+            // An expired copy of the key, if any, is replaced.
+            self.older.insert(key, number);
+            rebuild |= self.filter.add(key);
+        }
+        // At most this many of its keys are in the exact set.
+        let most_live = RECENT_DEAD + self.upper;
+        if self.older.len() > most_live + most_live / 2 {
+            let made = self.made;
+            self.older
+                .retain(|_, &mut n| n == FOREVER || n + RECENT_DEAD as u64 > made);
+            rebuild = true;
+        }
+        if rebuild {
+            self.filter
+                .rebuild(self.older.len(), self.older.keys().copied());
+        }
+    }
+
+    /// Approximate bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        (self.newest.capacity() + self.older.capacity()) * 17
+            + self.order.capacity() * 8
+            + self.counts.capacity() * 13
+            + self.filter.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::entries::{key, Bit};
+    use std::collections::HashSet;
+    use tierscope_core::rng::Rng;
+
+    /// The store this one must answer like: a set of the last RECENT_DEAD PTE/PMD keys
+    /// (upper levels forever) with the same chunk counts.
+    #[derive(Default)]
+    struct Reference {
+        set: HashSet<u64>,
+        order: VecDeque<u64>,
+        counts: std::collections::HashMap<u64, u32>,
+    }
+
+    impl Reference {
+        fn clear(&mut self, key: u64) {
+            if !self.set.insert(key) || is_upper(key) {
+                return;
+            }
+            self.order.push_back(key);
+            if self.order.len() > RECENT_DEAD {
+                let old = self.order.pop_front().unwrap();
+                self.set.remove(&old);
+                *self.counts.entry(chunk(old).0).or_default() += 1;
+            }
+        }
+        fn is_clear(&self, key: u64, u: f64) -> bool {
+            if self.set.contains(&key) {
+                return true;
+            }
+            if is_upper(key) {
+                return false;
+            }
+            let (c, n) = chunk(key);
+            self.counts
+                .get(&c)
+                .is_some_and(|&count| u < count as f64 / n as f64)
+        }
+    }
+
+    #[test]
+    fn answers_as_one_set_of_the_last_clears() {
+        // Keys from a few chunks, so that evicted keys come back (cleared again after
+        // leaving the exact set, and while their expired copy is still stored), with
+        // upper-level keys among them; every answer is compared along the way.
+        let mut rng = Rng::new(7);
+        let (mut fast, mut slow) = (DeadEntries::default(), Reference::default());
+        let pick = |rng: &mut Rng| {
+            let va = (rng.next_u64() % (3 << 30)) & !0xfff;
+            match rng.next_u64() % 100 {
+                0 => key(Bit::Accessed, Level::Pud, va << 9),
+                1..=4 => key(Bit::Accessed, Level::Pmd, va),
+                5..=9 => key(Bit::Dirty, Level::Pte, va),
+                _ => key(Bit::Accessed, Level::Pte, va),
+            }
+        };
+        let ops = 3 * RECENT_DEAD + RECENT_DEAD / 3;
+        for i in 0..ops {
+            let k = pick(&mut rng);
+            fast.clear(k);
+            slow.clear(k);
+            if i % 4 == 0 {
+                let q = pick(&mut rng);
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                assert_eq!(fast.is_clear(q, u), slow.is_clear(q, u), "op {i}");
+            }
+        }
+        assert_eq!(fast.counts.len(), slow.counts.len());
+        assert!(slow.counts.iter().all(|(c, n)| fast.counts[c] == *n));
+        // The store dropped expired keys along the way.
+        assert!(fast.older.len() <= RECENT_DEAD + RECENT_DEAD / 2 + NEWEST);
+    }
+}
