@@ -91,9 +91,11 @@ impl DeadEntries {
 
     /// Whether the dead entry `key` is clear; `u` is a fixed uniform draw for the entry.
     pub fn is_clear(&self, key: u64, u: f64) -> bool {
-        if self.holds(key) {
-            return true;
-        }
+        self.holds(key) || self.counted_clear(key, u)
+    }
+
+    /// Whether `key`, not in the exact set, is clear by its chunk's count.
+    fn counted_clear(&self, key: u64, u: f64) -> bool {
         if is_upper(key) {
             return false;
         }
@@ -103,11 +105,25 @@ impl DeadEntries {
             .is_some_and(|&count| u < count as f64 / n as f64)
     }
 
+    /// [`Self::is_clear`], then [`Self::clear`], looking the key up once.
+    pub fn test_and_clear(&mut self, key: u64, u: f64) -> bool {
+        if self.holds(key) {
+            return true;
+        }
+        let was = self.counted_clear(key, u);
+        self.insert(key);
+        was
+    }
+
     /// Records that the dead entry `key` is now clear.
     pub fn clear(&mut self, key: u64) {
-        if self.holds(key) {
-            return;
+        if !self.holds(key) {
+            self.insert(key);
         }
+    }
+
+    /// Adds `key`, not in the exact set, to it.
+    fn insert(&mut self, key: u64) {
         let number = if is_upper(key) {
             self.upper += 1;
             FOREVER
@@ -219,8 +235,15 @@ mod tests {
         let ops = 3 * RECENT_DEAD + RECENT_DEAD / 3;
         for i in 0..ops {
             let k = pick(&mut rng);
-            fast.clear(k);
-            slow.clear(k);
+            if i % 2 == 0 {
+                fast.clear(k);
+                slow.clear(k);
+            } else {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let was = slow.is_clear(k, u);
+                slow.clear(k);
+                assert_eq!(fast.test_and_clear(k, u), was, "op {i}");
+            }
             if i % 4 == 0 {
                 let q = pick(&mut rng);
                 let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;

@@ -226,6 +226,10 @@ impl StatEngine {
         let Some(mut slot) = slot else {
             if self.is_dead(level, va) {
                 let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
+                if clear {
+                    // One look at the dead set for the read and the clear.
+                    return (!self.entries.dead_test_and_clear(k, u), true, true);
+                }
                 return (!self.entries.dead_is_clear(k, u), true, false);
             }
             return (true, false, false);

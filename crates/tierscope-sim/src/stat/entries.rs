@@ -85,6 +85,11 @@ impl EntryStore {
         self.dead.clear(key);
     }
 
+    /// [`Self::dead_is_clear`], then [`Self::clear_dead`].
+    pub fn dead_test_and_clear(&mut self, key: u64, u: f64) -> bool {
+        self.dead.test_and_clear(key, u)
+    }
+
     /// Whether `key` may be in `cleared` (false: it is not).
     pub fn maybe_cleared(&self, key: u64) -> bool {
         self.cleared_filter.may_contain(key)
