@@ -115,6 +115,8 @@ def betacf(a: float, b: float, x: float) -> float:
 
 def t_two_sided(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with `df` degrees of freedom."""
+    if t == 0:
+        return 1.0
     x = df / (df + t * t)
     a, b = df / 2.0, 0.5
     lbeta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
