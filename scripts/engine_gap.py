@@ -115,9 +115,10 @@ def betacf(a: float, b: float, x: float) -> float:
 
 def t_two_sided(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with `df` degrees of freedom."""
-    if t == 0:
-        return 1.0
     x = df / (df + t * t)
+    # t = 0, or so small that x rounds to 1: no difference at all.
+    if x >= 1.0:
+        return 1.0
     a, b = df / 2.0, 0.5
     lbeta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
     front = math.exp(a * math.log(x) + b * math.log1p(-x) - lbeta)
