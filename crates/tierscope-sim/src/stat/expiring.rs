@@ -4,7 +4,7 @@
 //! table is rebuilt, when it fills (one sequential pass and the live keys written
 //! again), so that no insertion pays a removal at a random place of a large table.
 //!
-//! Open addressing with linear probing, keys and numbers in two arrays (12 bytes a
+//! Open addressing with probes of a fixed step, keys and numbers in two arrays (12 bytes a
 //! slot). A key's home slot is its 64-entry block's random place plus its position in
 //! the block, so that the consecutive keys of a scan sit in consecutive slots, in order.
 
@@ -12,6 +12,12 @@ use tierscope_core::rng::{mix64, GOLDEN};
 
 /// An empty slot's key (no entry key has every bit set: levels use 3 of bits 58-62).
 const EMPTY: u64 = u64::MAX;
+/// The probe's step: one block's length and one (odd: every slot is reached). A key
+/// whose slot another block holds moves to the next block's place, so that a scan's
+/// keys displaced by a colliding block stay consecutive there instead of walking the
+/// whole of the other block (with a step of one, collisions of 64-key runs made probes
+/// hundreds of slots long: 41 % of a linear scan's time).
+const STEP: usize = 65;
 /// Fewest slots.
 const MIN_SLOTS: usize = 1 << 16;
 /// Insertions after which the table is rebuilt even if it did not fill, so that no
@@ -64,7 +70,7 @@ impl ExpiringKeys {
             if k == EMPTY {
                 return false;
             }
-            i = (i + 1) & mask;
+            i = (i + STEP) & mask;
         }
     }
 
@@ -95,7 +101,7 @@ impl ExpiringKeys {
                 self.occupied += 1;
                 return;
             }
-            i = (i + 1) & mask;
+            i = (i + STEP) & mask;
         }
     }
 
