@@ -201,9 +201,9 @@ def main() -> None:
     t.add_argument("--size", default="1TB")
     t.add_argument("--duration", default="60s")
     for p in (s, t):
-        p.add_argument("--seeds", default="1-20")
+        p.add_argument("--seeds", default="1-20", help="e.g. 1-20 or 1-4,9 (default 1-20)")
         p.add_argument("--out", type=Path, required=True, help="directory for the runs' outputs")
-        p.add_argument("--jobs", type=int, default=2)
+        p.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
         p.add_argument("--binaries", type=Path, default=BINARIES, help="the examples' directory")
         p.add_argument("--per-seed", action="store_true", help="also print every run's values")
     args = ap.parse_args()
@@ -212,6 +212,13 @@ def main() -> None:
     except ValueError:
         ap.exit(
             2, f"{ap.prog}: error: --seeds: expected a list such as 1-4,9, got {args.seeds!r}\n"
+        )
+    binary = args.binaries / ("run_summary" if args.command == "summary" else "bench_speed")
+    if not binary.is_file():
+        ap.exit(
+            2,
+            f"{ap.prog}: error: {binary}: not built (cargo build --release -p "
+            f"tierscope-experiment --example {binary.name})\n",
         )
     args.out.mkdir(parents=True, exist_ok=True)
     if args.command == "summary":

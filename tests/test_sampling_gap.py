@@ -89,3 +89,23 @@ def test_table_compares_the_modes() -> None:
     assert float(cols[-1]) == pytest.approx(2.0)
     same = gap.table({"each": each, "window": each})[1].split()
     assert float(same[-3]) == 1.0 and float(same[-1]) == 1.0
+
+
+def test_errors_are_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exp = Path(__file__).resolve().parents[1] / "experiments" / "densities.toml"
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "run_summary").touch()
+    for argv, message in [
+        (["tiering", "damon-mod", "--binaries", str(tmp_path)], "bench_speed: not built"),
+        (["summary", str(exp), "--phase", "9", "--binaries", str(built)], "phase 9"),
+        (["summary", str(tmp_path / "none.toml")], "no such experiment file"),
+        (["summary", str(exp), "--seeds", "x"], "--seeds"),
+    ]:
+        monkeypatch.setattr("sys.argv", ["sampling_gap.py", *argv, "--out", str(tmp_path)])
+        with pytest.raises(SystemExit) as e:
+            gap.main()
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
