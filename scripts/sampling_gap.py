@@ -53,13 +53,16 @@ def variant(
     base: Path,
     presets: Sequence[str] = (),
     phase: int | None = None,
+    duration: str | None = None,
 ) -> dict[str, Any]:
     """The experiment `exp` (a parsed TOML file from directory `base`) at `seed` on the
     statistical engine, with its DAMON monitors alone (or one monitor per preset of
     `presets`), each sampling in `mode`; with `phase`, the workload's phase of that index
-    alone, for the whole duration."""
+    alone, for the whole duration (`duration`, or the file's)."""
     # Window sampling exists on the statistical engine alone (elsewhere DAMON reads each sample).
     out = dict(exp, seed=seed, machine=dict(exp.get("machine", {}), engine="stat"))
+    if duration is not None:
+        out["duration"] = duration
     damon = [{"preset": p} for p in presets] or [
         m for m in exp.get("monitors", []) if str(m.get("preset", "")).startswith("damon")
     ]
@@ -71,9 +74,9 @@ def variant(
         phases = workload.get("phases", [])
         if not 0 <= phase < len(phases):
             raise ValueError(f"phase {phase}: the workload has {len(phases)} inline phases")
-        if "duration" not in exp:
+        if "duration" not in out:
             raise ValueError("a phase alone needs the experiment's duration")
-        workload["phases"] = [dict(phases[phase], duration=exp["duration"])]
+        workload["phases"] = [dict(phases[phase], duration=out["duration"])]
     # The variant is written elsewhere: a masim file is named from the original's directory.
     if "masim" in workload:
         workload["masim"] = str((base / workload["masim"]).resolve())
@@ -127,14 +130,18 @@ def summary_runs(
     jobs: int,
     presets: Sequence[str] = (),
     phase: int | None = None,
+    duration: str | None = None,
 ) -> dict[str, list[Measures]]:
     """Per mode, one row per seed: `MONITOR: MEASURE` -> value."""
     exp = tomllib.loads(exp_path.read_text())
     stem = exp_path.stem + ("" if phase is None else f"-phase{phase}")
+    stem += "" if duration is None else f"-{duration}"
 
     def one(mode: str, seed: int) -> Measures:
         spec = out / f"{stem}-{'+'.join(presets) or 'damon'}-{mode}-s{seed}.json"
-        spec.write_text(json.dumps(variant(exp, seed, mode, exp_path.parent, presets, phase)))
+        spec.write_text(
+            json.dumps(variant(exp, seed, mode, exp_path.parent, presets, phase, duration))
+        )
         text = cached(spec.with_suffix(".txt"), [str(bins / "run_summary"), str(spec)])
         return {f"{mon}: {k}": v for mon, ms in parse_summary(text).items() for k, v in ms.items()}
 
@@ -196,6 +203,7 @@ def main() -> None:
     s.add_argument("experiment", type=Path)
     s.add_argument("--presets", default="", help="DAMON presets to run instead of the file's")
     s.add_argument("--phase", type=int, help="the workload's phase of this index alone")
+    s.add_argument("--duration", help="the run's duration instead of the file's, e.g. 30s")
     t = sub.add_parser("tiering", help="bench_speed's tiering case, speed-up and promoted GB")
     t.add_argument("monitor", choices=["damon-mod", "damon-agg"])
     t.add_argument("--size", default="1TB")
@@ -227,7 +235,14 @@ def main() -> None:
         presets = [p for p in args.presets.split(",") if p]
         try:
             runs = summary_runs(
-                args.experiment, seeds, args.out, args.binaries, args.jobs, presets, args.phase
+                args.experiment,
+                seeds,
+                args.out,
+                args.binaries,
+                args.jobs,
+                presets,
+                args.phase,
+                args.duration,
             )
         except ValueError as e:
             ap.exit(2, f"{ap.prog}: error: {e}\n")

@@ -42,6 +42,8 @@ def test_variant_with_presets_and_one_phase() -> None:
     assert v["workload"]["phases"] == [
         {"name": "gaussian", "duration": "6s", "patterns": [{"kind": "gaussian"}]}
     ]
+    longer = gap.variant(EXP, 1, "each", Path("/x"), phase=0, duration="30s")
+    assert longer["duration"] == "30s" and longer["workload"]["phases"][0]["duration"] == "30s"
     with pytest.raises(ValueError, match="phase 2"):
         gap.variant(EXP, 1, "each", Path("/x"), phase=2)
 
