@@ -13,7 +13,7 @@ use super::density::{Lookups, Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::nemo::StatNemo;
 use super::pmu::Pmu;
-use super::walks::{loaded_remembered, FlushEvent, FlushKind, FlushLog, Target, World};
+use super::walks::{loaded_remembered, span_worst, FlushEvent, FlushKind, FlushLog, Target, World};
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
@@ -58,6 +58,16 @@ pub struct StatEngine {
     /// cache models keep the mapping's page size (they are per pattern): a split changes
     /// which entries exist and hold the bits, not the modelled TLB miss rates.
     split: FastSet<u64>,
+}
+
+/// The least f32 at or above `x` (NaN stays NaN).
+fn round_up(x: f64) -> f32 {
+    let y = x as f32;
+    if (y as f64) < x {
+        y.next_up()
+    } else {
+        y
+    }
 }
 
 /// A uniform draw in [0, 1) from a hash.
@@ -255,6 +265,11 @@ impl StatEngine {
         let u = unit(mix64(
             self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
         ));
+        let worst = if c.worst.is_nan() {
+            round_up(span_worst(&self.workload, t.span))
+        } else {
+            c.worst
+        };
         let loaded = loaded_remembered(
             &world,
             &mut self.lookups,
@@ -264,6 +279,7 @@ impl StatEngine {
             c.fresh,
             &self.flushes.events[first_flush..],
             u,
+            worst as f64,
         );
         if loaded {
             if clear {
@@ -271,6 +287,7 @@ impl StatEngine {
                     since: self.now,
                     seq: self.seq,
                     fresh: 0,
+                    worst,
                 };
             } else {
                 slot.remove();
@@ -282,6 +299,7 @@ impl StatEngine {
                 since: self.now,
                 seq: self.seq,
                 fresh: self.flushes.fresh_after(c.fresh, t, first_flush),
+                worst,
             };
             (false, false, true)
         }
@@ -314,6 +332,7 @@ impl StatEngine {
                     since: self.now,
                     seq: self.seq,
                     fresh: 0,
+                    worst: f32::NAN,
                 });
                 self.entries.note_cleared(k);
             }
@@ -573,6 +592,23 @@ mod tests {
             truth_threshold: 1,
         };
         StatEngine::new(&SimMachine::default(), &params).unwrap()
+    }
+
+    #[test]
+    fn round_up_is_the_least_f32_at_or_above() {
+        let mut rng = Rng::new(3);
+        for i in 0..100_000 {
+            // Every scale a span's bound takes, subnormal f32s and infinity included.
+            let x = if i == 0 {
+                f64::INFINITY
+            } else {
+                rng.unit() * 2f64.powi(rng.below(400) as i32 - 200)
+            };
+            let y = round_up(x);
+            assert!(y as f64 >= x, "{x} {y}");
+            assert!((y.next_down() as f64) < x, "{x} {y}");
+        }
+        assert!(round_up(f64::NAN).is_nan());
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct Cleared {
     pub since: Nanos,
     /// The engine's operation number at `since`: flushes numbered above it came later.
     pub seq: u64,
+    /// [`super::walks::span_worst`] of the entry's span, rounded up to an f32 (any larger
+    /// value bounds as well, and the entry stays 24 bytes), once a read computed it (NaN
+    /// before): fixed for the run, and most reads need nothing else.
+    pub worst: f32,
     pub fresh: u8,
 }
 
@@ -125,6 +129,7 @@ mod tests {
         let c = Cleared {
             since: 0,
             seq: 0,
+            worst: f32::NAN,
             fresh: 0,
         };
         let additions = 300_000;

@@ -102,14 +102,15 @@ pub fn log_no_load(
     fresh: u8,
     flushes: &[FlushEvent],
 ) -> f64 {
-    log_no_load_in(w, None, t, ia, ib, fresh, flushes, None)
+    log_no_load_in(w, None, t, ia, ib, fresh, flushes)
 }
 
 /// Whether a walk loaded the entry, for the uniform draw `u`: `u < -expm1(ln)` of
 /// [`log_no_load`]'s `ln`, the same answer, with the schedules' searches remembered in
 /// `lookups` across calls (the engine's reads, which repeat them), and without evaluating
-/// the interval where a bound on the probability of a load already says no (see
-/// [`load_bound`]).
+/// the interval where [`load_bound`] of the span's `worst` ([`span_worst`]) already says
+/// no: most reads of a still-clear entry (a cold one re-picked, a warm one read one
+/// sampling interval after its clear) draw above any probability the interval could give.
 #[allow(clippy::too_many_arguments)]
 pub fn loaded_remembered(
     w: &World,
@@ -120,31 +121,50 @@ pub fn loaded_remembered(
     fresh: u8,
     flushes: &[FlushEvent],
     u: f64,
+    worst: f64,
 ) -> bool {
-    u < -log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes, Some(u)).exp_m1()
+    let threads = w.schedules.len() as u64;
+    if u >= load_bound(worst, (ib - ia) * threads) {
+        return false;
+    }
+    u < -log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes).exp_m1()
 }
 
-/// An upper bound on the probability that `accesses` accesses (of every thread) load
-/// the entry, from the largest `m / (1 - m)` over the masses `m` of the random patterns
-/// over the span (`masses`): each access lands in the span with probability `share *
-/// m <= m` and loads it with `q <= 1`, so each term of [`log_no_load`] is at least
-/// `-n m / (1 - m)` (`ln(1 - x) >= -x / (1 - x)`, and the renewal model's
-/// `-mu + tail >= -mu`), its total at least `-accesses * max m / (1 - m)`, and the
-/// probability of a load, `-expm1(total) <= -total`, at most that. The relative and
-/// absolute slack cover the rounding of the terms, far below the bound's own slack.
-fn load_bound(masses: impl Iterator<Item = f64>, accesses: u64) -> f64 {
-    let worst = masses.fold(0.0f64, |w, m| {
-        w.max(if m >= 1.0 {
+/// The largest `m / (1 - m)` over the masses `m` of the patterns over `span`, all phases'
+/// (infinite for a mass of 1), or infinity when a sequential sweep reaches the span: a
+/// sweep loads the entry for certain once it enters the span, so it has no bound. What
+/// [`load_bound`] needs of the span: fixed for the whole run, so an engine keeps it with
+/// the entry instead of computing the masses (a gaussian's costs three exponentials) at
+/// every read.
+pub fn span_worst(w: &Workload, span: AddrRange) -> f64 {
+    let over = || w.patterns.iter().filter(|p| p.region.overlap(&span) > 0);
+    if over().any(|p| p.kind == PatternKind::Sequential) {
+        return f64::INFINITY;
+    }
+    over().fold(0.0f64, |worst, p| {
+        let m = p.mass(span);
+        worst.max(if m >= 1.0 {
             f64::INFINITY
         } else {
             m / (1.0 - m)
         })
-    });
+    })
+}
+
+/// An upper bound on the probability that `accesses` accesses (of every thread) load
+/// the entry, from `worst`, [`span_worst`] of its span (infinity: no bound): each access
+/// of a random pattern lands in the span with probability `share * m <= m` and loads it
+/// with `q <= 1`, so each term of [`log_no_load`] is at least `-n m / (1 - m)`
+/// (`ln(1 - x) >= -x / (1 - x)`, and the renewal model's `-mu + tail >= -mu`), its total
+/// at least `-accesses * worst`, and the probability of a load, `-expm1(total) <=
+/// -total`, at most that. The relative and absolute slack cover the rounding of the
+/// terms, far below the bound's own slack. An entry no pattern reaches has a total of 0
+/// whatever the bound.
+pub fn load_bound(worst: f64, accesses: u64) -> f64 {
+    // With no accesses an infinite `worst` gives NaN, which no draw is at or above.
     worst * accesses as f64 * (1.0 + 1e-9) + 1e-12
 }
 
-/// With `skip_at` (a uniform draw), returns 0.0 early when [`load_bound`] shows that
-/// `skip_at < -expm1(total)` is false whatever the total: the caller's answer is the same.
 #[allow(clippy::too_many_arguments)]
 fn log_no_load_in(
     w: &World,
@@ -154,7 +174,6 @@ fn log_no_load_in(
     ib: u64,
     fresh: u8,
     flushes: &[FlushEvent],
-    skip_at: Option<f64>,
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
     let inside_of = |p: &crate::stat::density::Pattern| {
@@ -227,23 +246,6 @@ fn log_no_load_in(
         .patterns
         .iter()
         .any(|p| p.kind == PatternKind::Sequential && p.region.overlap(&t.span) > 0);
-    // Most reads of a still-clear entry (a cold one re-picked, a warm one read one
-    // sampling interval after its clear) draw above any probability the interval could
-    // give: the masses it needs anyway decide them without walking the segments. A sweep
-    // loads for certain once it reaches the span, so it has no such bound.
-    if let Some(u) = skip_at.filter(|_| !sweeps_reach) {
-        let masses = w
-            .workload
-            .patterns
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.region.overlap(&t.span) > 0)
-            .map(|(id, p)| mass_of(id as u32, p, inside_of(p)));
-        let threads = w.schedules.len() as u64;
-        if u >= load_bound(masses, (ib - ia) * threads) {
-            return 0.0;
-        }
-    }
     let mut total = 0.0f64;
     for (sn, sched) in w.schedules.iter().enumerate() {
         let segs = &sched.segments;
@@ -601,7 +603,7 @@ mod tests {
         // Remembering the searches changes nothing, asked once or again.
         let lk = &mut Lookups::default();
         for _ in 0..2 {
-            let again = log_no_load_in(&world, Some(&mut *lk), t, ia, ib, 0, &flush, None);
+            let again = log_no_load_in(&world, Some(&mut *lk), t, ia, ib, 0, &flush);
             assert_eq!(again.to_bits(), got.to_bits());
         }
         // Before the flush the caches are warm (the TLB mostly misses on 16 K pages, the
@@ -691,14 +693,10 @@ mod tests {
             let u = rng.unit();
             let ln = log_no_load(&world, t, ia, ib, fresh, &flushes);
             let p_load = -ln.exp_m1();
-            let masses = workload
-                .patterns
-                .iter()
-                .filter(|p| p.region.overlap(&t.span) > 0)
-                .map(|p| p.mass(t.span));
-            let bound = load_bound(masses, (ib - ia) * 2);
+            let bound = load_bound(span_worst(&workload, t.span), (ib - ia) * 2);
             assert!(p_load <= bound, "{p_load} > {bound} at {t:?} {ia}..{ib}");
-            let got = loaded_remembered(&world, lk, t, ia, ib, fresh, &flushes, u);
+            let worst = span_worst(&workload, t.span);
+            let got = loaded_remembered(&world, lk, t, ia, ib, fresh, &flushes, u, worst);
             assert_eq!(got, u < p_load, "{t:?} {ia}..{ib} u {u} p {p_load}");
             if u >= bound {
                 skipped += 1;
@@ -770,6 +768,25 @@ mod tests {
                 "{t:?} {first} {fresh}"
             );
             assert_eq!(log.first_after(first as u64), first);
+        }
+    }
+
+    #[test]
+    fn a_sweep_over_the_span_leaves_no_bound() {
+        // A sweep loads its span for certain once it enters it: whatever the draw, the
+        // interval is evaluated.
+        let spec =
+            parse_masim("s, 64MiB\nr, 64MiB\n\np\n1000\ns, 0, 4096, 1\nr, 1, 4096, 1\n").unwrap();
+        let workload = Workload::new(&spec, &[0, 64 << 20], 10_000_000);
+        let sweep = AddrRange::new(1 << 20, (1 << 20) + 4096);
+        let random = AddrRange::new((64 << 20) + 4096, (64 << 20) + 8192);
+        assert_eq!(span_worst(&workload, sweep), f64::INFINITY);
+        let worst = span_worst(&workload, random);
+        let m = 4096.0 / (64 << 20) as f64;
+        assert_eq!(worst, m / (1.0 - m));
+        for n in [0, 1, 1 << 40] {
+            let bound = load_bound(f64::INFINITY, n);
+            assert!(bound.is_nan() || bound > 1.0, "{n}: {bound}");
         }
     }
 
