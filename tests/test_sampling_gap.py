@@ -103,8 +103,12 @@ def test_errors_are_one_line_and_exit_2(
     for argv, message in [
         (["tiering", "damon-mod", "--binaries", str(tmp_path)], "bench_speed: not built"),
         (["summary", str(exp), "--phase", "9", "--binaries", str(built)], "phase 9"),
-        (["summary", str(tmp_path / "none.toml")], "no such experiment file"),
-        (["summary", str(exp), "--seeds", "x"], "--seeds"),
+        # Binaries given: a fresh clone has none built where the script looks first.
+        (
+            ["summary", str(tmp_path / "none.toml"), "--binaries", str(built)],
+            "no such experiment file",
+        ),
+        (["summary", str(exp), "--seeds", "x", "--binaries", str(built)], "--seeds"),
     ]:
         monkeypatch.setattr("sys.argv", ["sampling_gap.py", *argv, "--out", str(tmp_path)])
         with pytest.raises(SystemExit) as e:
