@@ -13,7 +13,9 @@ use super::density::{Lookups, Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::nemo::StatNemo;
 use super::pmu::Pmu;
-use super::walks::{loaded_remembered, span_worst, FlushEvent, FlushKind, FlushLog, Target, World};
+use super::walks::{
+    loaded_remembered, span_facts, FlushEvent, FlushKind, FlushLog, SpanFacts, Target, World,
+};
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
@@ -265,10 +267,13 @@ impl StatEngine {
         let u = unit(mix64(
             self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
         ));
-        let worst = if c.worst.is_nan() {
-            round_up(span_worst(&self.workload, t.span))
+        // A first read computes the span's facts: the bound to keep, and the mass its
+        // evaluation would compute again (later reads rarely evaluate).
+        let (worst, mass) = if c.worst.is_nan() {
+            let f = span_facts(&self.workload, t.span);
+            (round_up(f.worst), f.mass)
         } else {
-            c.worst
+            (c.worst, f64::NAN)
         };
         let loaded = loaded_remembered(
             &world,
@@ -279,7 +284,10 @@ impl StatEngine {
             c.fresh,
             &self.flushes.events[first_flush..],
             u,
-            worst as f64,
+            SpanFacts {
+                worst: worst as f64,
+                mass,
+            },
         );
         if loaded {
             if clear {

@@ -102,15 +102,17 @@ pub fn log_no_load(
     fresh: u8,
     flushes: &[FlushEvent],
 ) -> f64 {
-    log_no_load_in(w, None, t, ia, ib, fresh, flushes)
+    log_no_load_in(w, None, t, ia, ib, fresh, flushes, None)
 }
 
 /// Whether a walk loaded the entry, for the uniform draw `u`: `u < -expm1(ln)` of
 /// [`log_no_load`]'s `ln`, the same answer, with the schedules' searches remembered in
-/// `lookups` across calls (the engine's reads, which repeat them), and without evaluating
-/// the interval where [`load_bound`] of the span's `worst` ([`span_worst`]) already says
-/// no: most reads of a still-clear entry (a cold one re-picked, a warm one read one
-/// sampling interval after its clear) draw above any probability the interval could give.
+/// `lookups` across calls (the engine's reads, which repeat them), with what the engine
+/// knows of the span ([`SpanFacts`]: `worst` may be any value at or above the facts',
+/// `mass` NaN when not known), and without evaluating the interval where [`load_bound`]
+/// of `worst` already says no: most reads of a still-clear entry (a cold one re-picked,
+/// a warm one read one sampling interval after its clear) draw above any probability the
+/// interval could give.
 #[allow(clippy::too_many_arguments)]
 pub fn loaded_remembered(
     w: &World,
@@ -121,40 +123,60 @@ pub fn loaded_remembered(
     fresh: u8,
     flushes: &[FlushEvent],
     u: f64,
-    worst: f64,
+    span: SpanFacts,
 ) -> bool {
     let threads = w.schedules.len() as u64;
-    if u >= load_bound(worst, (ib - ia) * threads) {
+    if u >= load_bound(span.worst, (ib - ia) * threads) {
         return false;
     }
-    u < -log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes).exp_m1()
+    let one_mass = (!span.mass.is_nan()).then_some(span.mass);
+    u < -log_no_load_in(w, Some(lookups), t, ia, ib, fresh, flushes, one_mass).exp_m1()
 }
 
-/// The largest `m / (1 - m)` over the masses `m` of the patterns over `span`, all phases'
-/// (infinite for a mass of 1), or infinity when a sequential sweep reaches the span: a
-/// sweep loads the entry for certain once it enters the span, so it has no bound. What
-/// [`load_bound`] needs of the span: fixed for the whole run, so an engine keeps it with
-/// the entry instead of computing the masses (a gaussian's costs three exponentials) at
-/// every read.
-pub fn span_worst(w: &Workload, span: AddrRange) -> f64 {
+/// What a read needs of its entry's span besides the interval: a function of the span
+/// and the workload's patterns (every phase's), fixed for the whole run, so an engine
+/// keeps the bound with the entry instead of computing masses (a gaussian's costs three
+/// exponentials) at every read, and hands the first read's mass to its evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanFacts {
+    /// The largest `m / (1 - m)` over the masses `m` of the patterns over the span
+    /// (infinite for a mass of 1), or infinity when a sequential sweep reaches the span:
+    /// a sweep loads the entry for certain once it enters the span, so it has no bound.
+    pub worst: f64,
+    /// The span's mass when every pattern over it is random and of one class (they all
+    /// give it that mass, the only one an evaluation asks for); NaN otherwise.
+    pub mass: f64,
+}
+
+/// The [`SpanFacts`] of `span`.
+pub fn span_facts(w: &Workload, span: AddrRange) -> SpanFacts {
     let over = || w.patterns.iter().filter(|p| p.region.overlap(&span) > 0);
-    if over().any(|p| p.kind == PatternKind::Sequential) {
-        return f64::INFINITY;
-    }
-    over().fold(0.0f64, |worst, p| {
-        let m = p.mass(span);
-        worst.max(if m >= 1.0 {
-            f64::INFINITY
-        } else {
-            m / (1.0 - m)
+    let sweeps = over().any(|p| p.kind == PatternKind::Sequential);
+    let class = over().next().map(|p| p.class);
+    let one_class = !sweeps && class.is_some() && over().all(|p| Some(p.class) == class);
+    let worst = if sweeps {
+        f64::INFINITY
+    } else {
+        over().fold(0.0f64, |worst, p| {
+            let m = p.mass(span);
+            worst.max(if m >= 1.0 {
+                f64::INFINITY
+            } else {
+                m / (1.0 - m)
+            })
         })
-    })
+    };
+    let mass = match over().next() {
+        Some(p) if one_class => p.mass(span),
+        _ => f64::NAN,
+    };
+    SpanFacts { worst, mass }
 }
 
 /// An upper bound on the probability that `accesses` accesses (of every thread) load
-/// the entry, from `worst`, [`span_worst`] of its span (infinity: no bound): each access
-/// of a random pattern lands in the span with probability `share * m <= m` and loads it
-/// with `q <= 1`, so each term of [`log_no_load`] is at least `-n m / (1 - m)`
+/// the entry, from `worst`, [`SpanFacts::worst`] of its span (infinity: no bound): each
+/// access of a random pattern lands in the span with probability `share * m <= m` and
+/// loads it with `q <= 1`, so each term of [`log_no_load`] is at least `-n m / (1 - m)`
 /// (`ln(1 - x) >= -x / (1 - x)`, and the renewal model's `-mu + tail >= -mu`), its total
 /// at least `-accesses * worst`, and the probability of a load, `-expm1(total) <=
 /// -total`, at most that. The relative and absolute slack cover the rounding of the
@@ -165,6 +187,8 @@ pub fn load_bound(worst: f64, accesses: u64) -> f64 {
     worst * accesses as f64 * (1.0 + 1e-9) + 1e-12
 }
 
+/// [`log_no_load`], with the engine's remembered searches when given, and the span's
+/// mass where every pattern over it gives it the same one (`one_mass`).
 #[allow(clippy::too_many_arguments)]
 fn log_no_load_in(
     w: &World,
@@ -174,19 +198,23 @@ fn log_no_load_in(
     ib: u64,
     fresh: u8,
     flushes: &[FlushEvent],
+    one_mass: Option<f64>,
 ) -> f64 {
     let key = t.span.start >> t.level.span_shift();
-    let inside_of = |p: &crate::stat::density::Pattern| {
+    let inside_of = |p: &Pattern| {
         AddrRange::new(
             t.span.start.max(p.region.start),
             t.span.end.min(p.region.end),
         )
     };
     // The mass of the span under a pattern is the same in every segment of the pattern:
-    // remember the last few (a gaussian's costs two exponentials).
+    // remember the last few (a gaussian's costs three exponentials).
     let mut memo = [(u32::MAX, 0.0f64); 4];
     // Keyed by the pattern's class: patterns of a class give a span the same mass.
-    let mut mass_of = |_id: u32, p: &crate::stat::density::Pattern, inside: AddrRange| {
+    let mut mass_of = |p: &Pattern, inside: AddrRange| {
+        if let Some(m) = one_mass {
+            return m;
+        }
         if let Some(&(_, m)) = memo.iter().find(|e| e.0 == p.class) {
             return m;
         }
@@ -219,18 +247,11 @@ fn log_no_load_in(
     // engine keeps dead entries apart), and a span some pattern ever touches is one a
     // pattern reaches here (the same masses), so the answer is known to be yes.
     let reachable = !t.stores_only
-        || w.workload.patterns.iter().enumerate().any(|(id, p)| {
+        || w.workload.patterns.iter().any(|p| {
             p.region.overlap(&t.span) > 0
                 && (p.kind == PatternKind::Sequential
                     || (!(t.stores_only && p.store_share() == 0.0)
-                        && mass_of(
-                            id as u32,
-                            p,
-                            AddrRange::new(
-                                t.span.start.max(p.region.start),
-                                t.span.end.min(p.region.end),
-                            ),
-                        ) > 0.0))
+                        && mass_of(p, inside_of(p)) > 0.0))
         });
     if !reachable {
         return 0.0;
@@ -293,7 +314,7 @@ fn log_no_load_in(
                     let n = before(ib) - before(x);
                     if n > 0 {
                         let (inside, c) = (inside_of(p), &w.caches[id]);
-                        let mass = mass_of(id as u32, p, inside);
+                        let mass = mass_of(p, inside);
                         let q = q_of(p, c, inside, f);
                         total += random_term(t, p, c, (share, mass), n, q);
                     }
@@ -315,7 +336,7 @@ fn log_no_load_in(
                     match p.kind {
                         PatternKind::Random => {
                             let inside = inside_of(p);
-                            let mass = mass_of(seg.pattern, p, inside);
+                            let mass = mass_of(p, inside);
                             let q = q_of(p, c, inside, f);
                             total += random_term(t, p, c, (share, mass), n, q);
                             if total == f64::NEG_INFINITY {
@@ -603,7 +624,7 @@ mod tests {
         // Remembering the searches changes nothing, asked once or again.
         let lk = &mut Lookups::default();
         for _ in 0..2 {
-            let again = log_no_load_in(&world, Some(&mut *lk), t, ia, ib, 0, &flush);
+            let again = log_no_load_in(&world, Some(&mut *lk), t, ia, ib, 0, &flush, None);
             assert_eq!(again.to_bits(), got.to_bits());
         }
         // Before the flush the caches are warm (the TLB mostly misses on 16 K pages, the
@@ -625,15 +646,18 @@ mod tests {
         // A gaussian over 4 GiB (hot centre, far tails of mass 0 and tails of tiny mass)
         // beside a uniform 64 MiB region, stores and loads, entries at every level: for
         // random intervals, freshness, flushes and draws, the probability of a load is
-        // below the bound, and the answer with the bound is the evaluation's.
-        let mut spec =
-            parse_masim("g, 4GiB\nb, 64MiB\n\np\n1000\ng, 1, 4096, 3, rw\nb, 1, 4096, 1, rw\n")
-                .unwrap();
+        // below the bound, and the answer with the bound and the span's one mass is the
+        // evaluation's. A uniform pattern over the first GiB gives spans there two
+        // classes (no one mass).
+        let mut spec = parse_masim(
+            "g, 4GiB\nb, 64MiB\nu, 1GiB\n\np\n1000\ng, 1, 4096, 3, rw\nb, 1, 4096, 1, rw\nu, 1, 4096, 1\n",
+        )
+        .unwrap();
         spec.phases[0].patterns[0].density = tierscope_core::workload::Density::Gaussian {
             mean: 0.5,
             sigma: 0.01,
         };
-        let starts = [0, 4 << 30];
+        let starts = [0, 4 << 30, 0];
         let workload = Workload::new(&spec, &starts, 10_000_000);
         let caches: Vec<RegionCaches> = workload
             .patterns
@@ -693,10 +717,10 @@ mod tests {
             let u = rng.unit();
             let ln = log_no_load(&world, t, ia, ib, fresh, &flushes);
             let p_load = -ln.exp_m1();
-            let bound = load_bound(span_worst(&workload, t.span), (ib - ia) * 2);
+            let facts = span_facts(&workload, t.span);
+            let bound = load_bound(facts.worst, (ib - ia) * 2);
             assert!(p_load <= bound, "{p_load} > {bound} at {t:?} {ia}..{ib}");
-            let worst = span_worst(&workload, t.span);
-            let got = loaded_remembered(&world, lk, t, ia, ib, fresh, &flushes, u, worst);
+            let got = loaded_remembered(&world, lk, t, ia, ib, fresh, &flushes, u, facts);
             assert_eq!(got, u < p_load, "{t:?} {ia}..{ib} u {u} p {p_load}");
             if u >= bound {
                 skipped += 1;
@@ -780,10 +804,11 @@ mod tests {
         let workload = Workload::new(&spec, &[0, 64 << 20], 10_000_000);
         let sweep = AddrRange::new(1 << 20, (1 << 20) + 4096);
         let random = AddrRange::new((64 << 20) + 4096, (64 << 20) + 8192);
-        assert_eq!(span_worst(&workload, sweep), f64::INFINITY);
-        let worst = span_worst(&workload, random);
+        assert_eq!(span_facts(&workload, sweep).worst, f64::INFINITY);
+        assert!(span_facts(&workload, sweep).mass.is_nan());
+        let facts = span_facts(&workload, random);
         let m = 4096.0 / (64 << 20) as f64;
-        assert_eq!(worst, m / (1.0 - m));
+        assert_eq!((facts.worst, facts.mass), (m / (1.0 - m), m));
         for n in [0, 1, 1 << 40] {
             let bound = load_bound(f64::INFINITY, n);
             assert!(bound.is_nan() || bound > 1.0, "{n}: {bound}");
