@@ -150,27 +150,35 @@ pub struct SpanFacts {
 
 /// The [`SpanFacts`] of `span`.
 pub fn span_facts(w: &Workload, span: AddrRange) -> SpanFacts {
-    let over = || w.patterns.iter().filter(|p| p.region.overlap(&span) > 0);
-    let sweeps = over().any(|p| p.kind == PatternKind::Sequential);
-    let class = over().next().map(|p| p.class);
-    let one_class = !sweeps && class.is_some() && over().all(|p| Some(p.class) == class);
-    let worst = if sweeps {
-        f64::INFINITY
-    } else {
-        over().fold(0.0f64, |worst, p| {
-            let m = p.mass(span);
-            worst.max(if m >= 1.0 {
-                f64::INFINITY
-            } else {
-                m / (1.0 - m)
-            })
-        })
+    // Patterns of a class give the span the same mass: each class once, by its first
+    // pattern (a key-value store's loads and stores are one class).
+    let classes = || {
+        w.patterns
+            .iter()
+            .enumerate()
+            .filter(|&(id, p)| p.class == id as u32 && p.region.overlap(&span) > 0)
+            .map(|(_, p)| p)
     };
-    let mass = match over().next() {
-        Some(p) if one_class => p.mass(span),
-        _ => f64::NAN,
-    };
-    SpanFacts { worst, mass }
+    if classes().any(|p| p.kind == PatternKind::Sequential) {
+        return SpanFacts {
+            worst: f64::INFINITY,
+            mass: f64::NAN,
+        };
+    }
+    let (mut worst, mut count, mut mass) = (0.0f64, 0, f64::NAN);
+    for p in classes() {
+        let m = p.mass(span);
+        worst = worst.max(if m >= 1.0 {
+            f64::INFINITY
+        } else {
+            m / (1.0 - m)
+        });
+        (count, mass) = (count + 1, m);
+    }
+    SpanFacts {
+        worst,
+        mass: if count == 1 { mass } else { f64::NAN },
+    }
 }
 
 /// An upper bound on the probability that `accesses` accesses (of every thread) load
