@@ -10,49 +10,20 @@
 //! uniformly within regions, which is what makes the fraction the right probability.
 //! Upper-level dead entries are few and stay exact for the whole run.
 //!
-//! Layout, for speed (the answers are those of one set of the last [`RECENT_DEAD`]
-//! keys): the newest clears are held in a small map that stays in the host's cache,
-//! where a monitor reading its own clear one interval later (DAMON) finds them, and are
-//! moved in batches into an [`ExpiringKeys`], which forgets a key [`RECENT_DEAD`] clears
-//! later without a removal at a random place (that removal was 29 % of a 5 TB run with
-//! DAMON-AGG).
+//! The set is the layout this engine always had (a hash set beside the keys in clear
+//! order, the oldest key removed when a newer one comes in); a test-and-clear looks the key
+//! up once. Tried and not kept (docs/results/PERFORMANCE.md, "The dead-entry set"): keys
+//! stored with their clear numbers and expired without a removal, which halved a DAMON run's
+//! misses but made a scan over fresh dead memory (NUMA hinting's) 1.2-1.6 times slower.
 
 use std::collections::VecDeque;
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
-
-use super::expiring::ExpiringKeys;
-use tierscope_core::rng::{mix64, GOLDEN};
+use super::entries::{FastMap, FastSet};
+use super::filter::KeyFilter;
 use tierscope_core::Level;
 
-/// Hashes a key to a random place, keeping consecutive keys in consecutive buckets (as
-/// [`super::entries::KeyHasher`] does): the maps here are small.
-#[derive(Default, Clone, Copy)]
-struct BlockHasher(u64);
-
-impl Hasher for BlockHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
-    }
-    fn write_u64(&mut self, x: u64) {
-        let z = mix64((x >> 6).wrapping_add(GOLDEN));
-        let low = x & 63;
-        self.0 = (z & !63) ^ low ^ (low << 57);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<BlockHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<BlockHasher>>;
-
-/// Dead PTE/PMD entries kept exactly.
+/// Dead PTE/PMD entries kept exactly (16 MiB of keys and set).
 pub const RECENT_DEAD: usize = 1 << 20;
-
-/// Clears held in the small table before it is merged (256 KiB of buckets).
-const NEWEST: usize = 1 << 13;
 
 /// log2 of the chunk the older dead entries are counted in.
 const CHUNK_SHIFT: u32 = 30;
@@ -76,43 +47,22 @@ fn chunk(key: u64) -> (u64, u64) {
     )
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct DeadEntries {
-    /// The newest PTE/PMD clears (at most [`NEWEST`]), with their numbers.
-    newest: FastMap<u64, u64>,
-    /// The older PTE/PMD clears: a key is in the exact set while its number is one of
-    /// the last [`RECENT_DEAD`].
-    older: ExpiringKeys,
-    /// Upper-level keys: in the exact set for good.
-    upper: FastSet<u64>,
-    /// PTE/PMD clears made so far (the newest clear's number).
-    made: u64,
-    /// The PTE/PMD keys of the exact set, oldest first.
+    /// The exact set.
+    set: FastSet<u64>,
+    /// Guards `set`.
+    filter: KeyFilter,
+    /// The PTE/PMD keys of `set`, oldest first.
     order: VecDeque<u64>,
     /// Per (bit, level, 1 GiB chunk): dead entries forgotten from the exact set.
     counts: FastMap<u64, u32>,
 }
 
-impl Default for DeadEntries {
-    fn default() -> Self {
-        Self {
-            newest: FastMap::default(),
-            older: ExpiringKeys::new(RECENT_DEAD as u32),
-            upper: FastSet::default(),
-            made: 0,
-            order: VecDeque::new(),
-            counts: FastMap::default(),
-        }
-    }
-}
-
 impl DeadEntries {
     /// Whether `key` is in the exact set.
     fn holds(&self, key: u64) -> bool {
-        if is_upper(key) {
-            return self.upper.contains(&key);
-        }
-        self.newest.contains_key(&key) || self.older.holds(key, self.made)
+        self.filter.may_contain(key) && self.set.contains(&key)
     }
 
     /// Whether the dead entry `key` is clear; `u` is a fixed uniform draw for the entry.
@@ -150,32 +100,28 @@ impl DeadEntries {
 
     /// Adds `key`, not in the exact set, to it.
     fn insert(&mut self, key: u64) {
+        self.set.insert(key);
+        if self.filter.add(key) {
+            self.filter
+                .rebuild(self.set.len(), self.set.iter().copied());
+        }
         if is_upper(key) {
-            self.upper.insert(key);
             return;
         }
-        self.made += 1;
         self.order.push_back(key);
         if self.order.len() > RECENT_DEAD {
-            // It leaves `older` by its number, here only its chunk's count changes.
             let old = self.order.pop_front().expect("non-empty");
+            self.set.remove(&old);
             *self.counts.entry(chunk(old).0).or_default() += 1;
-        }
-        self.newest.insert(key, self.made);
-        if self.newest.len() >= NEWEST {
-            for (key, number) in self.newest.drain() {
-                self.older.insert(key, number, self.made);
-            }
         }
     }
 
     /// Approximate bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.newest.capacity() * 17
-            + self.older.memory_bytes()
-            + self.upper.capacity() * 9
+        self.set.capacity() * 9
             + self.order.capacity() * 8
             + self.counts.capacity() * 13
+            + self.filter.memory_bytes()
     }
 }
 

@@ -8,7 +8,7 @@
 //! - [`caches`]: TLB and paging-structure-cache miss probabilities per pattern;
 //! - [`walks`]: the probability that a cleared entry was loaded by a walk;
 //! - [`entries`]: the sparse store of cleared entries, [`dead`] the ones no access can
-//!   set again (in an [`expiring`] set), [`filter`] the filter in front of a table;
+//!   set again, [`filter`] the filter in front of their tables;
 //! - [`truth`]: the ground truth from expected access counts;
 //! - [`pmu`]: PEBS-like samples;
 //! - [`nemo`]: memory-controller telemetry's expected counts;
@@ -19,7 +19,6 @@ pub mod dead;
 pub mod density;
 pub mod engine;
 pub mod entries;
-pub mod expiring;
 pub mod filter;
 pub mod nemo;
 pub mod pmu;
