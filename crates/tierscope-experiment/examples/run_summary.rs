@@ -4,10 +4,14 @@ use std::path::Path;
 use tierscope_experiment::{parse_experiment, run_experiment, Format, Progress};
 
 fn main() {
-    let path = std::env::args()
-        .nth(1)
-        .expect("usage: run_summary EXPERIMENT.toml|.json [KEY=VALUE...]");
-    let text = std::fs::read_to_string(&path).expect("readable file");
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: run_summary EXPERIMENT.toml|EXPERIMENT.json");
+        std::process::exit(2);
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        eprintln!("run_summary: {path}: {e}");
+        std::process::exit(2);
+    });
     let base = Path::new(&path).parent().unwrap_or(Path::new("."));
     // A sweep's expanded runs are easiest to save as JSON (`Experiment.to_dict()`).
     let format = if path.ends_with(".json") {
