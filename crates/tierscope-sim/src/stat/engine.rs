@@ -8,6 +8,8 @@
 
 mod windows;
 
+use std::cell::Cell;
+
 use super::caches::RegionCaches;
 use super::density::{Lookups, Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
@@ -60,6 +62,11 @@ pub struct StatEngine {
     /// cache models keep the mapping's page size (they are per pattern): a split changes
     /// which entries exist and hold the bits, not the modelled TLB miss rates.
     split: FastSet<u64>,
+    /// Index in the layout's mappings of the one [`Self::mapping_of`] found last: a scan's
+    /// consecutive entries, and most monitors' next pick, fall in the same mapping, so
+    /// checking it first skips the search. The mappings never change after `new`, so
+    /// the index is never stale, only possibly not the one wanted.
+    last_mapping: Cell<usize>,
 }
 
 /// The least f32 at or above `x` (NaN stays NaN).
@@ -129,6 +136,7 @@ impl StatEngine {
             tiers_done: 0,
             nemo: StatNemo::new(Rng::for_stream(params.seed, "nemo")),
             split: FastSet::default(),
+            last_mapping: Cell::new(0),
         })
     }
 
@@ -144,8 +152,15 @@ impl StatEngine {
 
     fn mapping_of(&self, va: u64) -> Option<&Mapping> {
         let m = &self.layout.mappings;
+        if let Some(last) = m.get(self.last_mapping.get()) {
+            if last.range.contains(va) {
+                return Some(last);
+            }
+        }
         let i = m.partition_point(|m| m.range.end <= va);
-        m.get(i).filter(|m| m.range.contains(va))
+        let found = m.get(i).filter(|m| m.range.contains(va))?;
+        self.last_mapping.set(i);
+        Some(found)
     }
 
     /// The level of the leaf mapping `va`: the mapping's page size, or base pages where a
@@ -845,5 +860,40 @@ mod tests {
         );
         assert_eq!(e.cost().bits_cleared, pages);
         assert!(e.entry_bytes() < 64 << 20, "{}", e.entry_bytes());
+    }
+
+    #[test]
+    fn mapping_of_answers_as_the_search_whatever_it_found_last() {
+        // Addresses in every mapping, at their edges and in the gaps between them, asked
+        // in a random order and then in runs: the remembered mapping never answers for an
+        // address outside it, and every answer is the binary search's.
+        let spec = parse_masim("cold, 1GiB\nhot, 64MiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let e = engine(&spec, 1);
+        let maps = &e.layout.mappings;
+        assert!(maps.len() >= 3, "several mappings to move between");
+        let mut vas = vec![0, u64::MAX];
+        for m in maps {
+            let r = m.range;
+            vas.extend([r.start - 1, r.start, r.start + 4096, (r.start + r.end) / 2]);
+            vas.extend([r.end - 1, r.end, r.end + 4096]);
+        }
+        let search = |va: u64| {
+            let i = maps.partition_point(|m| m.range.end <= va);
+            maps.get(i)
+                .filter(|m| m.range.contains(va))
+                .map(|m| m.range)
+        };
+        let mut rng = Rng::new(4);
+        let mut found = 0;
+        for _ in 0..20_000 {
+            let va = vas[rng.below(vas.len() as u64) as usize];
+            let run = 1 + rng.below(3);
+            for _ in 0..run {
+                let got = e.mapping_of(va).map(|m| m.range);
+                assert_eq!(got, search(va), "{va:#x}");
+                found += got.is_some() as u32;
+            }
+        }
+        assert!(found > 5_000, "{found}");
     }
 }
