@@ -102,6 +102,18 @@ impl RegionDensity {
         self.size
     }
 
+    /// Offsets `(below, from)` such that [`Self::mass`] of every span `[lo, hi)` of at
+    /// most `max_len` bytes with `hi <= below` or `lo >= from` is exactly 0: a gaussian's
+    /// far tails, found once so that a caller asking about many small spans (a scan's
+    /// pages) can skip the arithmetic there. None for other densities, and for spans too
+    /// wide against the gaussian's sigma to be sure of it.
+    pub fn zero_mass_outside(&self, max_len: u64) -> Option<(u64, u64)> {
+        match &self.model {
+            Model::Gaussian(g) => g.zero_outside(max_len, self.size),
+            _ => None,
+        }
+    }
+
     /// What [`RegionDensity::sample`] draws for a uniform density over `size` bytes, for
     /// callers that matched the model once for many draws.
     #[inline(always)]
@@ -531,9 +543,42 @@ impl Gaussian {
         }
     }
 
+    /// The standard score of offset `x`, as [`Gaussian::mass`] computes it.
+    fn z(&self, x: u64) -> f64 {
+        (x as f64 - self.mu) / self.sigma
+    }
+
     fn mass(&self, lo: u64, hi: u64) -> f64 {
-        let z = |x: u64| (x as f64 - self.mu) / self.sigma;
-        normal_mass(z(lo), z(hi)) / self.inside
+        normal_mass(self.z(lo), self.z(hi)) / self.inside
+    }
+
+    /// [`RegionDensity::zero_mass_outside`]. `z` never decreases with `x` (each of its
+    /// three roundings is monotone, sigma is positive), so past the first offset whose
+    /// score is at least [`FAR_TAIL`] every span starts there; a span of at most
+    /// `max_len` bytes spans less than 0.05 in score when that is under 0.04 sigma (the
+    /// roundings add about 1e-14), so [`normal_mass`] takes its narrow branch, which
+    /// returns 0 beyond the far tail. Likewise below the last offset whose score is at
+    /// most `-FAR_TAIL`, for the span's end. Spans beyond the region's end are empty.
+    fn zero_outside(&self, max_len: u64, size: u64) -> Option<(u64, u64)> {
+        if max_len as f64 >= 0.04 * self.sigma {
+            return None;
+        }
+        // The first offset in [0, size] where `past` holds (size when none does).
+        let first = |past: &dyn Fn(u64) -> bool| {
+            let (mut lo, mut hi) = (0, size);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if past(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            lo
+        };
+        let from = first(&|x| self.z(x) >= FAR_TAIL);
+        let below = first(&|x| self.z(x) > -FAR_TAIL).saturating_sub(1);
+        Some((below, from))
     }
 }
 
@@ -679,6 +724,58 @@ mod tests {
         assert_eq!(normal_mass(FAR_TAIL, FAR_TAIL + 0.01), 0.0);
         assert_eq!(normal_mass(-FAR_TAIL - 0.01, -FAR_TAIL), 0.0);
         assert!(normal_mass(38.0, 38.01) > 0.0);
+    }
+
+    #[test]
+    fn no_mass_outside_a_gaussians_far_tails() {
+        // Narrow and wide gaussians, centred and off the region's ends; spans of every
+        // allowed length at and around both edges of the zero zone, and all through it.
+        let mut rng = Rng::new(11);
+        for (mean, sigma, size) in [
+            (0.5, 0.01, 1u64 << 40),
+            (0.5, 0.001, 1 << 40),
+            (0.1, 0.002, 5 << 40),
+            (0.0, 0.005, 1 << 38),
+            (1.0, 0.005, 1 << 38),
+        ] {
+            let d = RegionDensity::new(Density::Gaussian { mean, sigma }, size, 0);
+            let max_len = 2 << 20;
+            let (below, from) = d.zero_mass_outside(max_len).expect("narrow spans");
+            assert!(below < from && from <= size);
+            let Model::Gaussian(g) = &d.model else {
+                unreachable!()
+            };
+            // The zone is the tails' own: just inside it the score is within them.
+            assert!(from == size || g.z(from - 1) < FAR_TAIL);
+            assert!(below == 0 || g.z(below + 1) > -FAR_TAIL);
+            let mut zero_spans = 0;
+            for _ in 0..20_000 {
+                let len = 1 + rng.below(max_len);
+                let lo = match rng.below(4) {
+                    0 => from.saturating_sub(4096) + rng.below(8192),
+                    1 => (below + rng.below(8192)).saturating_sub(4096 + len),
+                    _ => rng.below(size),
+                };
+                let hi = lo + len;
+                if hi <= below || lo >= from {
+                    assert_eq!(d.mass(lo, hi), 0.0, "{mean} {sigma} [{lo}, {hi})");
+                    zero_spans += 1;
+                }
+            }
+            assert!(zero_spans > 5_000, "{zero_spans}");
+        }
+        // Too wide a span against sigma: no promise.
+        let d = RegionDensity::new(
+            Density::Gaussian {
+                mean: 0.5,
+                sigma: 1e-6,
+            },
+            1 << 30,
+            0,
+        );
+        assert_eq!(d.zero_mass_outside(2 << 20), None);
+        let u = RegionDensity::new(Density::Uniform, 1 << 30, 0);
+        assert_eq!(u.zero_mass_outside(4096), None);
     }
 
     /// Empirical page-bucket frequencies of `n` draws against the analytic masses: every

@@ -27,9 +27,24 @@ pub struct Pattern {
     /// give every span the same mass (a key-value store's load and store patterns over its
     /// items), so it is computed once per class.
     pub class: u32,
+    /// `(max_len, below, from)`: every span of at most `max_len` bytes ending at or below
+    /// address `below` or starting at or above `from` has no mass (a gaussian's far
+    /// tails: [`RegionDensity::zero_mass_outside`]); None where no such zone is known.
+    zero_outside: Option<(u64, u64, u64)>,
 }
 
+/// Widest spans [`Pattern::zero_outside`] is found for: a PMD entry's, then a PTE's
+/// for gaussians too narrow for that.
+const ZERO_SPANS: [u64; 2] = [2 << 20, 4 << 10];
+
 impl Pattern {
+    /// Whether `span` lies in the pattern's known zero zone (then [`Self::mass`] is 0).
+    fn outside_mass(&self, span: AddrRange) -> bool {
+        self.zero_outside.is_some_and(|(max_len, below, from)| {
+            span.end - span.start <= max_len && (span.end <= below || span.start >= from)
+        })
+    }
+
     /// Fraction of its accesses that are stores.
     pub fn store_share(&self) -> f64 {
         match self.mode {
@@ -115,13 +130,19 @@ impl Workload {
                         id
                     }
                 };
+                let density = RegionDensity::of_region(spec, pat, r);
+                let zero_outside = ZERO_SPANS.iter().find_map(|&len| {
+                    let (below, from) = density.zero_mass_outside(len)?;
+                    Some((len, start + below, start + from))
+                });
                 patterns.push(Pattern {
                     region: AddrRange::new(start, start + spec.regions[r].size.0),
                     kind: pat.kind,
-                    density: RegionDensity::of_region(spec, pat, r),
+                    density,
                     stride: pat.stride.0,
                     mode: pat.mode,
                     class,
+                    zero_outside,
                 });
             }
             phases.push(Phase {
@@ -158,7 +179,7 @@ impl Workload {
                 && p.region.overlap(&span) > 0
                 && (p.kind == PatternKind::Sequential
                     || p.density.is_uniform()
-                    || p.mass(span) > 0.0)
+                    || !p.outside_mass(span) && p.mass(span) > 0.0)
         })
     }
 }
@@ -453,6 +474,7 @@ pub fn sweep_hits(offset: u64, stride: u64, size: u64, n: u64, lo: u64, hi: u64)
 mod tests {
     use super::*;
     use tierscope_core::workload::parse_masim;
+    use tierscope_core::Level;
 
     #[test]
     fn partition_point_near_answers_as_bisection_from_any_guess() {
@@ -506,6 +528,54 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn ever_touches_answers_as_the_masses_in_the_tails_zone() {
+        // Gaussians wide and narrow (the zone kept for PMD spans, or only PTE ones), over
+        // a uniform pattern of another region and a second gaussian class: spans of
+        // every level near the zones' edges and anywhere, against the masses.
+        let spec = parse_masim(
+            "a, 64GiB\nb, 1GiB\nc, 16GiB\n\np\n100\na, 1, 4096, 3\nb, 1, 4096, 1\nc, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let starts = [1 << 40, 1 << 41, 3 << 40];
+        for sigma in [0.003, 1e-5] {
+            let mut spec = spec.clone();
+            for (i, mean) in [(0, 0.4), (2, 0.9)] {
+                spec.phases[0].patterns[i].density = Density::Gaussian { mean, sigma };
+            }
+            let w = Workload::new(&spec, &starts, 10_000_000);
+            let by_masses = |span: AddrRange| {
+                w.patterns.iter().enumerate().any(|(id, p)| {
+                    p.class == id as u32
+                        && p.region.overlap(&span) > 0
+                        && (p.density.is_uniform() || p.mass(span) > 0.0)
+                })
+            };
+            let edges: Vec<u64> = w
+                .patterns
+                .iter()
+                .filter_map(|p| p.zero_outside)
+                .flat_map(|(_, below, from)| [below, from])
+                .collect();
+            assert_eq!(edges.len(), 4, "both gaussians have a zone");
+            let mut rng = Rng::new(6);
+            let mut live = [0; 2];
+            for _ in 0..30_000 {
+                let level = [Level::Pte, Level::Pmd, Level::Pud][rng.below(3) as usize];
+                let near = match rng.below(3) {
+                    0 => starts[rng.below(3) as usize] + rng.below(64 << 30),
+                    _ => edges[rng.below(4) as usize] + rng.below(8 << 20) - (4 << 20),
+                };
+                let start = level.align_down(near);
+                let span = AddrRange::new(start, start + level.span());
+                let got = w.ever_touches(span);
+                assert_eq!(got, by_masses(span), "{sigma} {span:?}");
+                live[got as usize] += 1;
+            }
+            assert!(live.iter().all(|&n| n > 3_000), "{live:?}");
         }
     }
 
