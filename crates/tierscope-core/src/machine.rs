@@ -212,6 +212,12 @@ pub trait Machine {
     /// Drops cached translations on every core running the workload.
     fn flush(&mut self, what: Flush);
 
+    /// A hint that the ACCESSED bits of these entries (level, address) are read or
+    /// tested and cleared next. An engine whose lookups of an entry's state miss the
+    /// cache may start them all at once, so that the misses overlap instead of coming one
+    /// at a time. Every later answer is the same with or without it; nothing is counted.
+    fn warm_accessed(&mut self, _entries: &[(Level, u64)]) {}
+
     /// The PMU, when the machine has one ([`Capability::Pmu`]).
     fn pmu(&mut self) -> Option<&mut dyn Pmu> {
         None

@@ -11,6 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use tierscope_core::rng::{mix64, GOLDEN};
 use tierscope_core::{Level, Nanos};
 
+use super::cleared::{ClearedTable, SlotMap};
 use super::dead::DeadEntries;
 use super::filter::KeyFilter;
 
@@ -72,7 +73,7 @@ pub struct Cleared {
 
 #[derive(Debug, Default)]
 pub struct EntryStore {
-    pub cleared: FastMap<u64, Cleared>,
+    pub cleared: ClearedTable,
     /// Guards `cleared`: [`EntryStore::maybe_cleared`].
     cleared_filter: KeyFilter,
     dead: DeadEntries,
@@ -103,7 +104,21 @@ impl EntryStore {
     pub fn note_cleared(&mut self, key: u64) {
         if self.cleared_filter.add(key) {
             self.cleared_filter
-                .rebuild(self.cleared.len(), self.cleared.keys().copied());
+                .rebuild(self.cleared.len(), self.cleared.keys());
+        }
+    }
+
+    /// Where the cleared table's slots lie, for [`Self::prefetch`] until the next insert.
+    pub fn slot_map(&self) -> Option<SlotMap> {
+        self.cleared.slot_map()
+    }
+
+    /// Starts loading what a read of `key` looks at: its filter word and its slots in
+    /// the table (both cache misses when the key was last read long ago).
+    pub fn prefetch(&self, map: Option<SlotMap>, key: u64) {
+        self.cleared_filter.prefetch(key);
+        if let Some(map) = map {
+            ClearedTable::prefetch(map, key);
         }
     }
 
@@ -141,10 +156,10 @@ mod tests {
                 let gone = rng.next_u64() >> 8 | 1 << 55;
                 store.cleared.insert(gone, c);
                 store.note_cleared(gone);
-                store.cleared.remove(&gone);
+                store.cleared.remove(gone);
             }
         }
-        assert!(store.cleared.keys().all(|&k| store.maybe_cleared(k)));
+        assert!(store.cleared.keys().all(|k| store.maybe_cleared(k)));
         let strangers = (0..10_000)
             .filter(|_| store.maybe_cleared(rng.next_u64() | 1 << 63))
             .count();

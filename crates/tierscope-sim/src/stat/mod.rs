@@ -7,14 +7,15 @@
 //! - [`density`]: the workload's phases and patterns, each thread's batch schedule;
 //! - [`caches`]: TLB and paging-structure-cache miss probabilities per pattern;
 //! - [`walks`]: the probability that a cleared entry was loaded by a walk;
-//! - [`entries`]: the sparse store of cleared entries, [`dead`] the ones no access can
-//!   set again, [`filter`] the filter in front of their tables;
+//! - [`entries`]: the sparse store of cleared entries ([`cleared`] their table), [`dead`]
+//!   the ones no access can set again, [`filter`] the filter in front of their tables;
 //! - [`truth`]: the ground truth from expected access counts;
 //! - [`pmu`]: PEBS-like samples;
 //! - [`nemo`]: memory-controller telemetry's expected counts;
 //! - [`engine`]: the `Machine` and `Engine` implementation.
 
 pub mod caches;
+pub mod cleared;
 pub mod dead;
 pub mod density;
 pub mod engine;
