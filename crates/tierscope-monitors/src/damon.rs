@@ -12,7 +12,7 @@ use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS, NS_PER_S};
 use tierscope_core::FeedKind;
-use tierscope_core::{FieldError, Flush, Machine, Monitor};
+use tierscope_core::{FieldError, Flush, Level, Machine, Monitor};
 
 /// The kernel's DAMON with virtual-address operations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,12 +131,17 @@ pub struct DamonProbe {
     last_addr: Option<u64>,
     last_folio_size: u64,
     last_accessed: bool,
+    /// The entries of a pass, for [`Machine::warm_accessed`].
+    entries: Vec<(Level, u64)>,
 }
 
 impl Probe for DamonProbe {
-    fn prepare(&mut self, _: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
+    fn pick(&mut self, _: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
         r.sampling_addr = rng.range(r.start, r.end);
         m.cost_mut().random_draws += 1;
+    }
+
+    fn prepare(&mut self, _: usize, r: &Region, m: &mut dyn Machine) {
         if let Some(leaf) = m.leaf_level(r.sampling_addr) {
             m.test_and_clear_accessed(leaf, r.sampling_addr);
         }
@@ -165,6 +170,16 @@ impl Probe for DamonProbe {
         self.last_accessed = accessed;
         accessed
     }
+
+    fn warm(&mut self, regions: &[Region], m: &mut dyn Machine) {
+        self.entries.clear();
+        for r in regions {
+            if let Some(leaf) = m.leaf_level(r.sampling_addr) {
+                self.entries.push((leaf, r.sampling_addr));
+            }
+        }
+        m.warm_accessed(&self.entries);
+    }
 }
 
 /// DAMON with `flush = "all"`: the leaf page of every sampling address is flushed after
@@ -179,8 +194,12 @@ struct FlushingProbe<P: Probe> {
 }
 
 impl<P: Probe> Probe for FlushingProbe<P> {
-    fn prepare(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
-        self.inner.prepare(index, r, m, rng);
+    fn pick(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
+        self.inner.pick(index, r, m, rng);
+    }
+
+    fn prepare(&mut self, index: usize, r: &Region, m: &mut dyn Machine) {
+        self.inner.prepare(index, r, m);
         if self.flush && m.leaf_level(r.sampling_addr).is_some() {
             self.pending.push(r.sampling_addr);
         }
@@ -188,6 +207,10 @@ impl<P: Probe> Probe for FlushingProbe<P> {
 
     fn check(&mut self, index: usize, r: &Region, m: &mut dyn Machine) -> bool {
         self.inner.check(index, r, m)
+    }
+
+    fn warm(&mut self, regions: &[Region], m: &mut dyn Machine) {
+        self.inner.warm(regions, m);
     }
 
     fn after_prepare(&mut self, m: &mut dyn Machine) {

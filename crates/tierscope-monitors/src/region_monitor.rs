@@ -12,8 +12,16 @@ use tierscope_core::{AddrRange, Intervals, Machine, Monitor, Nanos, Snapshot};
 /// How a technique samples one region.
 pub trait Probe: Send {
     /// Picks what to watch in `r` (recording it in `r.sampling_addr` and the probe's own
-    /// state) and clears its ACCESSED bit.
-    fn prepare(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng);
+    /// state). A pass picks for every region before it clears any ([`prepare_all`]): a
+    /// pick draws and reads the layout, which the clears do not change.
+    fn pick(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng);
+
+    /// Clears the ACCESSED bit of what [`Probe::pick`] chose for region `index`.
+    fn prepare(&mut self, index: usize, r: &Region, m: &mut dyn Machine);
+
+    /// Hands the machine the entries the next [`Probe::check`]s read, or, after the
+    /// picks, the entries [`Probe::prepare`] clears ([`Machine::warm_accessed`]).
+    fn warm(&mut self, _regions: &[Region], _m: &mut dyn Machine) {}
 
     /// Whether what was prepared for region `index` was accessed since.
     fn check(&mut self, index: usize, r: &Region, m: &mut dyn Machine) -> bool;
@@ -29,6 +37,25 @@ pub trait Probe: Send {
     fn window_points(&self) -> Option<u32> {
         None
     }
+}
+
+/// One pass of picks and clears over `regions`: every pick first, the machine warned of
+/// the entries to clear, then the clears (their misses overlap), then [`Probe::after_prepare`].
+pub fn prepare_all<P: Probe>(
+    probe: &mut P,
+    regions: &mut [Region],
+    m: &mut dyn Machine,
+    rng: &mut Rng,
+) {
+    for (i, r) in regions.iter_mut().enumerate() {
+        probe.pick(i, r, m, rng);
+    }
+    probe.warm(regions, m);
+    for (i, r) in regions.iter().enumerate() {
+        m.cost_mut().region_visits += 1;
+        probe.prepare(i, r, m);
+    }
+    probe.after_prepare(m);
 }
 
 pub struct RegionMonitor<P: Probe> {
@@ -174,6 +201,7 @@ impl<P: Probe> Monitor for RegionMonitor<P> {
         let mut snapshot = None;
         if self.prepared {
             let regions = self.regions.as_mut().expect("created above");
+            self.probe.warm(&regions.list, m);
             for (i, r) in regions.list.iter_mut().enumerate() {
                 m.cost_mut().region_visits += 1;
                 if self.probe.check(i, r, m) {
@@ -187,11 +215,7 @@ impl<P: Probe> Monitor for RegionMonitor<P> {
             self.update_ranges(m, now);
         }
         let regions = self.regions.as_mut().expect("created above");
-        for (i, r) in regions.list.iter_mut().enumerate() {
-            m.cost_mut().region_visits += 1;
-            self.probe.prepare(i, r, m, &mut self.rng);
-        }
-        self.probe.after_prepare(m);
+        prepare_all(&mut self.probe, &mut regions.list, m, &mut self.rng);
         self.prepared = true;
         self.next_wakeup = now + self.attrs.sample;
         snapshot

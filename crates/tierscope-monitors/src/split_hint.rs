@@ -22,7 +22,7 @@
 //!    windows return to full length, and after every five windows without a change the
 //!    sampling interval doubles, up to `max_sample`, so a settled workload costs less.
 
-use crate::region_monitor::Probe;
+use crate::region_monitor::{prepare_all, Probe};
 use crate::regions::{three_regions, Regions};
 use crate::registry::{BuildContext, Preset, Technique};
 use crate::shared::{FlushPolicy, RegionAttrs};
@@ -312,6 +312,7 @@ impl SplitHintMonitor {
         let regions = self.regions.as_mut().expect("prepared");
         let half = self.last_window_samples as f64 * HINTED_SHARE;
         let (mut hot_bytes, mut contradicted) = (0u64, 0u64);
+        self.hint.warm(&regions.list, m);
         for (i, r) in regions.list.iter_mut().enumerate() {
             m.cost_mut().region_visits += 1;
             let hint = self.hint.check(i, r, m);
@@ -529,11 +530,7 @@ impl Monitor for SplitHintMonitor {
             }
         }
         let regions = self.regions.as_mut().expect("created above");
-        for (i, r) in regions.list.iter_mut().enumerate() {
-            m.cost_mut().region_visits += 1;
-            self.hint.prepare(i, r, m, &mut self.rng);
-        }
-        self.hint.after_prepare(m);
+        prepare_all(&mut self.hint, &mut regions.list, m, &mut self.rng);
         self.prepared = true;
         self.next_wakeup = now + self.sample;
         snapshot
@@ -561,6 +558,11 @@ fn scan_table(
     let step = leaf.span();
     let mut set = 0;
     *accessed = [0; 8];
+    let mut entries = [(leaf, 0); TABLE_ENTRIES as usize];
+    for (k, e) in entries.iter_mut().enumerate() {
+        e.1 = start + k as u64 * step;
+    }
+    m.warm_accessed(&entries);
     for k in 0..TABLE_ENTRIES {
         let va = start + k * step;
         let steps_before = m.cost().walk_steps;

@@ -246,7 +246,7 @@ impl TelescopeProbe {
 }
 
 impl Probe for TelescopeProbe {
-    fn prepare(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
+    fn pick(&mut self, index: usize, r: &mut Region, m: &mut dyn Machine, rng: &mut Rng) {
         let (level, va) = match self.cfg.entry_pick {
             EntryPick::Address => {
                 let va = rng.range(r.start, r.end);
@@ -268,6 +268,10 @@ impl Probe for TelescopeProbe {
             self.chosen.resize(index + 1, (Level::Pte, 0));
         }
         self.chosen[index] = (level, va);
+    }
+
+    fn prepare(&mut self, index: usize, _: &Region, m: &mut dyn Machine) {
+        let (level, va) = self.chosen[index];
         let cleared = m.test_and_clear_accessed(level, va).is_some();
         let is_leaf = m.leaf_level(va) == Some(level);
         let flush = match self.cfg.flush {
@@ -301,6 +305,10 @@ impl Probe for TelescopeProbe {
     fn check(&mut self, index: usize, _: &Region, m: &mut dyn Machine) -> bool {
         let (level, va) = self.chosen[index];
         m.accessed(level, va).unwrap_or(false)
+    }
+
+    fn warm(&mut self, regions: &[Region], m: &mut dyn Machine) {
+        m.warm_accessed(&self.chosen[..regions.len().min(self.chosen.len())]);
     }
 
     fn regions_changed(&mut self, _: &[Region]) {
