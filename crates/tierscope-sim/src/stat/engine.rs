@@ -630,6 +630,43 @@ mod tests {
         StatEngine::new(&SimMachine::default(), &params).unwrap()
     }
 
+    /// Every tracked entry (key, time, flush number, freshness), in key order.
+    fn tracked(e: &StatEngine) -> Vec<(u64, Nanos, u64, u8)> {
+        let mut v: Vec<_> = e
+            .entries
+            .cleared
+            .iter()
+            .map(|(k, c)| (k, c.since, c.seq, c.fresh))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The operations two twin engines undergo alike in the tests below: `op` 0 lets a
+    /// time below `max_dt` pass (drawn from `rng`), 1 flushes `va`'s page, 2 reads the
+    /// entry (the answers must agree). False for any other `op`, which the test does itself.
+    fn twin_step(
+        (a, b): (&mut StatEngine, &mut StatEngine),
+        op: u64,
+        (level, va): (Level, u64),
+        (t, rng, max_dt): (&mut u64, &mut Rng, u64),
+    ) -> bool {
+        match op {
+            0 => {
+                *t += rng.below(max_dt);
+                a.advance_to(*t);
+                b.advance_to(*t);
+            }
+            1 => {
+                a.flush(Flush::Page(va));
+                b.flush(Flush::Page(va));
+            }
+            2 => assert_eq!(a.accessed(level, va), b.accessed(level, va)),
+            _ => return false,
+        }
+        true
+    }
+
     #[test]
     fn round_up_is_the_least_f32_at_or_above() {
         let mut rng = Rng::new(3);
@@ -753,16 +790,6 @@ mod tests {
             cold + 4096,
             cold + (3 << 21),
         ];
-        let tracked = |e: &StatEngine| {
-            let mut v: Vec<_> = e
-                .entries
-                .cleared
-                .iter()
-                .map(|(k, c)| (k, c.since, c.seq, c.fresh))
-                .collect();
-            v.sort_unstable();
-            v
-        };
         let mut rng = Rng::new(12);
         let mut t = 0;
         let mut seen = [0; 2];
@@ -773,19 +800,15 @@ mod tests {
             } else {
                 Level::Pte
             };
-            match rng.below(6) {
-                0 => {
-                    // About one access per hot page on average: some entries load,
-                    // some do not.
-                    t += rng.below(30_000_000);
-                    a.advance_to(t);
-                    b.advance_to(t);
-                }
-                1 => {
-                    a.flush(Flush::Page(va));
-                    b.flush(Flush::Page(va));
-                }
-                2 => assert_eq!(a.accessed(level, va), b.accessed(level, va)),
+            // Up to 30 ms pass: about one access per hot page on average, so some
+            // entries load and some do not.
+            let op = rng.below(6);
+            let alike = (&mut t, &mut rng, 30_000_000);
+            if twin_step((&mut a, &mut b), op, (level, va), alike) {
+                assert_eq!(tracked(&a), tracked(&b));
+                continue;
+            }
+            match op {
                 3 => {
                     let want = b.leaf_of(va).map(|leaf| {
                         let old = b.read(Bit::Dirty, leaf, leaf, va);
@@ -834,35 +857,21 @@ mod tests {
             let (level, va) = pick(&mut rng);
             let others = [(level, va), pick(&mut rng), pick(&mut rng)];
             a.warm_accessed(&others);
-            match rng.below(4) {
-                0 => {
-                    t += rng.below(20_000_000);
-                    a.advance_to(t);
-                    b.advance_to(t);
-                }
-                1 => {
-                    a.flush(Flush::Page(va));
-                    b.flush(Flush::Page(va));
-                }
-                2 => assert_eq!(a.accessed(level, va), b.accessed(level, va)),
-                _ => assert_eq!(
+            let op = rng.below(4);
+            if !twin_step(
+                (&mut a, &mut b),
+                op,
+                (level, va),
+                (&mut t, &mut rng, 20_000_000),
+            ) {
+                assert_eq!(
                     a.test_and_clear_accessed(level, va),
                     b.test_and_clear_accessed(level, va)
-                ),
+                );
             }
             most = most.max(a.entries.cleared.len());
             assert_eq!(a.entries.cleared.len(), b.entries.cleared.len());
         }
-        let tracked = |e: &StatEngine| {
-            let mut v: Vec<_> = e
-                .entries
-                .cleared
-                .iter()
-                .map(|(k, c)| (k, c.since, c.seq, c.fresh))
-                .collect();
-            v.sort_unstable();
-            v
-        };
         assert_eq!(tracked(&a), tracked(&b));
         assert!(most > 100, "{most}");
     }
