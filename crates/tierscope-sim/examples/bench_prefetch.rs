@@ -10,18 +10,30 @@
 //! (default 3000000 keys, 300 rounds).
 use std::time::{Duration, Instant};
 use tierscope_core::rng::Rng;
-use tierscope_sim::stat::cleared::ClearedTable;
+use tierscope_sim::stat::cleared::{ClearedTable, PREFETCH_MIN_KEYS};
 use tierscope_sim::stat::entries::Cleared;
 
 const LOOKUPS: usize = 300;
 
+/// The `i`th argument as a count of at least 1, `default` when absent; a bad one ends the
+/// program with one line and exit code 2.
+fn count_arg(args: &[String], i: usize, name: &str, default: usize) -> usize {
+    let Some(s) = args.get(i) else {
+        return default;
+    };
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            eprintln!("bench_prefetch: {name} must be a whole number above 0, got {s:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let keys: usize = args
-        .first()
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(3_000_000);
-    let rounds: usize = args.get(1).map(|s| s.parse().unwrap()).unwrap_or(300);
+    let keys = count_arg(&args, 0, "KEYS", 3_000_000);
+    let rounds = count_arg(&args, 1, "ROUNDS", 300);
     let mut rng = Rng::new(4);
     let mut table = ClearedTable::default();
     let all: Vec<u64> = (0..keys).map(|_| rng.next_u64() >> 8).collect();
@@ -46,7 +58,10 @@ fn main() {
             let pick: Vec<u64> = (0..LOOKUPS)
                 .map(|_| all[rng.below(keys as u64) as usize])
                 .collect();
-            let map = table.slot_map().expect("a full table");
+            let Some(map) = table.slot_map() else {
+                eprintln!("bench_prefetch: KEYS must be at least {PREFETCH_MIN_KEYS} (smaller tables are not prefetched)");
+                std::process::exit(2);
+            };
             let start = Instant::now();
             let mut from = start;
             match way {

@@ -7,15 +7,22 @@
 /// No architectural effect; a no-op off x86-64.
 #[inline(always)]
 pub fn line<T>(r: &T) {
+    address(r as *const T as usize);
+}
+
+/// [`line`] for the line at `addr`, which need not belong to anything: a guessed address
+/// (a hash table's slot, computed from its layout) costs at worst a useless load.
+#[inline(always)]
+pub fn address(addr: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: SSE is part of the x86-64 baseline, and a prefetch is a hint with no
-        // architectural effect (it cannot fault); the pointer comes from a live reference.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8) };
+        // architectural effect: it cannot fault, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(addr as *const i8) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    let _ = addr;
 }
 
 /// Asks the kernel to back the unused capacity of `v` with transparent huge pages (its

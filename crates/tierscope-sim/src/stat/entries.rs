@@ -113,13 +113,11 @@ impl EntryStore {
         self.cleared.slot_map()
     }
 
-    /// Starts loading what a read of `key` looks at: its filter word and its slots in
-    /// the table (both cache misses when the key was last read long ago).
-    pub fn prefetch(&self, map: Option<SlotMap>, key: u64) {
-        self.cleared_filter.prefetch(key);
-        if let Some(map) = map {
-            ClearedTable::prefetch(map, key);
-        }
+    /// Starts loading `key`'s slots in the table (a cache miss when the key was last read
+    /// long ago). Its filter word is not prefetched: that gained nothing measurable
+    /// (docs/results/PERFORMANCE.md).
+    pub fn prefetch(&self, map: SlotMap, key: u64) {
+        ClearedTable::prefetch(map, key);
     }
 
     /// Approximate bytes held (for memory reports).

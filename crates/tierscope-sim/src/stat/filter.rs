@@ -45,14 +45,6 @@ impl KeyFilter {
         self.words[b >> 6] >> (b & 63) & 1 != 0
     }
 
-    /// Starts loading `key`'s word (a hint: nothing is read back).
-    pub fn prefetch(&self, key: u64) {
-        if !self.words.is_empty() {
-            let b = self.bit(key);
-            crate::stat::cleared::prefetch_line(&self.words[b >> 6] as *const u64 as usize);
-        }
-    }
-
     fn set(&mut self, key: u64) {
         let b = self.bit(key);
         self.words[b >> 6] |= 1 << (b & 63);
