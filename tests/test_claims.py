@@ -76,6 +76,14 @@ def test_every_modelled_shipped_claim_names_a_command_a_key_and_a_check() -> Non
     assert problems == []
 
 
+def test_a_claim_that_agrees_by_construction_is_an_input() -> None:
+    check = {"paper": 49.2, "tolerance": "10%"}
+    c = claim(measure="telescope", key="k", check=check, note="Fitted here: by construction.")
+    assert any("by construction" in p for p in c.problems())
+    c = claim(measure="telescope", key="k", check=check, note="A prediction of the fit.")
+    assert c.problems() == []
+
+
 def test_keys_take_quoted_values_and_the_least_greatest_or_mean_of_keys() -> None:
     doc = {"rows": [{"t": "NEMO (a, b)", "v": 1.0}, {"t": "MBM 1 ms", "v": 3.0}], "n": None}
     assert resolve(doc, 'rows[t="NEMO (a, b)"].v') == 1.0

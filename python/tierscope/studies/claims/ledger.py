@@ -193,6 +193,13 @@ class Claim:
         if not self.modelled:
             return [] if self.why_not else [f"{at}: not modelled, but no `why_not`"]
         out = []
+        if "by construction" in (self.note or "").lower():
+            # Agreement an input guarantees is no evidence: such a claim names the input
+            # instead (issue 25: nothing fitted to a claim's output counts as reproduced).
+            out.append(
+                f"{at}: its note says it agrees by construction: an input, so"
+                " `modelled = false` with `why_not` naming the input"
+            )
         if self.measure is None or self.key is None:
             out.append(f"{at}: modelled, but no `ours.measure` and `ours.key` (no command)")
         elif self.measure not in MEASURES:
