@@ -114,6 +114,18 @@ impl RegionDensity {
         }
     }
 
+    /// Offsets `(below, from)` such that [`Self::mass`] of every span of exactly `len`
+    /// bytes inside the region that ends at or below `below` or starts at or above `from`
+    /// is at most `eps * (1 + 1e-6)`: a gaussian's tails, where a caller that only needs a
+    /// bound on a span's mass (to rule out an access there) can skip its three
+    /// exponentials. None for other densities and for spans too wide against sigma.
+    pub fn small_mass_outside(&self, len: u64, eps: f64) -> Option<(u64, u64)> {
+        match &self.model {
+            Model::Gaussian(g) => g.small_outside(len, eps, self.size),
+            _ => None,
+        }
+    }
+
     /// What [`RegionDensity::sample`] draws for a uniform density over `size` bytes, for
     /// callers that matched the model once for many draws.
     #[inline(always)]
@@ -580,6 +592,44 @@ impl Gaussian {
         let below = first(&|x| self.z(x) > -FAR_TAIL).saturating_sub(1);
         Some((below, from))
     }
+
+    /// [`RegionDensity::small_mass_outside`]. A span of `len` bytes under 0.04 sigma takes
+    /// [`normal_mass`]'s narrow branch, Simpson's rule on three points of the span; on the
+    /// mode's right every point's density falls as the span moves right (on its left as it
+    /// moves left), so the mass is monotone there but for roundings (of the scores and the
+    /// exponentials, relative 1e-9 at most against the span's width in score), which the
+    /// bound's 1e-6 covers. The edges are found by bisection on that monotone side.
+    fn small_outside(&self, len: u64, eps: f64, size: u64) -> Option<(u64, u64)> {
+        if len == 0 || len > size || len as f64 >= 0.04 * self.sigma {
+            return None;
+        }
+        let small = |lo: u64| self.mass(lo, lo + len) <= eps;
+        // The first start in [lo, hi) where `past` holds (hi when none does).
+        let first = |mut lo: u64, mut hi: u64, past: &dyn Fn(u64) -> bool| {
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if past(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            lo
+        };
+        let last_start = size - len;
+        // Starts from which a span lies wholly on the mode's right, and ends up to which
+        // it lies wholly on its left.
+        let right = self.mu.max(0.0).ceil().min(last_start as f64 + 1.0) as u64;
+        let left_end = self.mu.min(size as f64).floor().max(0.0) as u64;
+        let from = first(right, last_start + 1, &small);
+        // Ends in [len, left_end]: the first whose span's mass is above `eps`, less one.
+        let below = if left_end < len {
+            0
+        } else {
+            first(len, left_end + 1, &|end| !small(end - len)) - 1
+        };
+        Some((below, from))
+    }
 }
 
 /// `pages` pages ranked `offset + 1 ..= offset + pages`, rank `k` with weight `k^-s`
@@ -776,6 +826,66 @@ mod tests {
         assert_eq!(d.zero_mass_outside(2 << 20), None);
         let u = RegionDensity::new(Density::Uniform, 1 << 30, 0);
         assert_eq!(u.zero_mass_outside(4096), None);
+    }
+
+    #[test]
+    fn small_mass_outside_a_gaussians_small_mass_zones() {
+        // Gaussians centred and off the region's ends, levels from near the mode to the
+        // far tails: spans of the zone's length at and around both edges and anywhere
+        // have at most the bound there, and the edges are tight (just inside, above it).
+        let mut rng = Rng::new(12);
+        for (mean, sigma, size) in [
+            (0.5, 0.0005, 1u64 << 40),
+            (0.1, 0.002, 5 << 40),
+            (0.0, 0.005, 1 << 38),
+            (1.0, 0.005, 1 << 38),
+            (0.3, 0.01, 1 << 30),
+        ] {
+            let d = RegionDensity::new(Density::Gaussian { mean, sigma }, size, 0);
+            for len in [4096, 2 << 20] {
+                let Some((below0, from0)) = d.zero_mass_outside(len) else {
+                    assert!(len as f64 >= 0.04 * sigma * size as f64);
+                    continue;
+                };
+                let Model::Gaussian(g) = &d.model else {
+                    unreachable!()
+                };
+                let mut nearer = (u64::MAX, 0);
+                for eps in [1e-6, 1e-9, 1e-12, 1e-20, 1e-100, 1e-300, 0.0] {
+                    let (below, from) = d.small_mass_outside(len, eps).unwrap();
+                    // Smaller levels lie farther out, the last (0) no farther than the
+                    // zero zone (where every score is beyond 39 sigma).
+                    assert!(below <= nearer.0 && from >= nearer.1);
+                    nearer = (below, from);
+                    assert!(eps > 0.0 || (below >= below0 && from <= from0));
+                    let bound = eps * (1.0 + 1e-6);
+                    let mut inside = 0;
+                    for _ in 0..2_000 {
+                        let lo = match rng.below(4) {
+                            0 => from.saturating_sub(4096) + rng.below(8192),
+                            1 => (below + rng.below(8192)).saturating_sub(4096 + len),
+                            _ => rng.below(size - len + 1),
+                        }
+                        .min(size - len);
+                        let hi = lo + len;
+                        if hi <= below || lo >= from {
+                            assert!(d.mass(lo, hi) <= bound, "{mean} {sigma} {eps} {lo}");
+                            inside += 1;
+                        }
+                    }
+                    assert!(inside > 200, "{mean} {sigma} {eps} {len}: {inside}");
+                    // Tight: the span just before each edge is above the level.
+                    if from > 0 && from <= size - len && (from - 1) as f64 >= g.mu {
+                        assert!(d.mass(from - 1, from - 1 + len) > eps);
+                    }
+                    if below >= len && ((below + 1) as f64) <= g.mu {
+                        assert!(d.mass(below + 1 - len, below + 1) > eps);
+                    }
+                }
+            }
+        }
+        let u = RegionDensity::new(Density::Uniform, 1 << 30, 0);
+        assert_eq!(u.small_mass_outside(4096, 1e-9), None);
     }
 
     /// Empirical page-bucket frequencies of `n` draws against the analytic masses: every

@@ -31,7 +31,40 @@ pub struct Pattern {
     /// address `below` or starting at or above `from` has no mass (a gaussian's far
     /// tails: [`RegionDensity::zero_mass_outside`]); None where no such zone is known.
     zero_outside: Option<(u64, u64, u64)>,
+    /// Per span length of [`ZERO_SPANS`] where the density knows them (a gaussian's):
+    /// where a span's mass is small, or surely above 0, without computing it.
+    span_zones: Vec<SpanZones>,
 }
+
+/// A gaussian's zones for spans of one length inside its region, found once
+/// ([`RegionDensity::small_mass_outside`]) so that a scan's many entries in its tails
+/// skip the three exponentials of their masses.
+#[derive(Debug, Clone)]
+struct SpanZones {
+    len: u64,
+    /// `(bound, below, from)` at the levels of [`SMALL_MASSES`], nearest first: a span
+    /// ending at or below `below` or starting at or above `from` has a mass of at most
+    /// `bound`.
+    small: Vec<(f64, u64, u64)>,
+    /// `(below, from)` of [`LIVE_MASS`]: a span starting below `from` and ending above
+    /// `below` has a mass above 0. On the mode's right a span short of `from` has a mass
+    /// at least that of the span just before `from`, which the bisection found above
+    /// [`LIVE_MASS`], less roundings of relative 1e-9; on its left likewise; a span over
+    /// the mode has the most mass of all.
+    live: (u64, u64),
+}
+
+/// The levels of [`SpanZones::small`]: from masses whose bound already rules out most
+/// loads over a monitor's usual interval (a few milliseconds to seconds of 10 M accesses
+/// per second) to the far tails, where it does for hours.
+const SMALL_MASSES: [f64; 10] = [
+    1e-8, 1e-10, 1e-12, 1e-14, 1e-17, 1e-20, 1e-30, 1e-50, 1e-100, 1e-200,
+];
+
+/// The level of [`SpanZones::live`]: far above the smallest f64 (1e-308), so that
+/// roundings cannot take a mass above it to 0, and far below any mass an access could
+/// come from.
+const LIVE_MASS: f64 = 1e-290;
 
 /// Widest spans [`Pattern::zero_outside`] is found for: a PMD entry's, then a PTE's
 /// for gaussians too narrow for that.
@@ -43,6 +76,35 @@ impl Pattern {
         self.zero_outside.is_some_and(|(max_len, below, from)| {
             span.end - span.start <= max_len && (span.end <= below || span.start >= from)
         })
+    }
+
+    /// The zones for spans like `span`: of a length zones were found for, inside the
+    /// region.
+    fn zones(&self, span: AddrRange) -> Option<&SpanZones> {
+        if span.start < self.region.start || span.end > self.region.end {
+            return None;
+        }
+        let len = span.end - span.start;
+        self.span_zones.iter().find(|z| z.len == len)
+    }
+
+    /// An upper bound on [`Self::mass`] of `span` without computing it, where the span lies
+    /// in one of the pattern's small-mass zones (None elsewhere).
+    pub fn mass_bound(&self, span: AddrRange) -> Option<f64> {
+        // Zones nest outwards: the farthest that holds the span has the least bound.
+        self.zones(span)?
+            .small
+            .iter()
+            .rev()
+            .find(|&&(_, below, from)| span.end <= below || span.start >= from)
+            .map(|z| z.0)
+    }
+
+    /// Whether [`Self::mass`] of `span` is surely above 0, told without computing it (false:
+    /// not known).
+    fn surely_reached(&self, span: AddrRange) -> bool {
+        self.zones(span)
+            .is_some_and(|z| span.start < z.live.1 && span.end > z.live.0)
     }
 
     /// Fraction of its accesses that are stores.
@@ -135,6 +197,21 @@ impl Workload {
                     let (below, from) = density.zero_mass_outside(len)?;
                     Some((len, start + below, start + from))
                 });
+                let span_zones = ZERO_SPANS
+                    .iter()
+                    .filter_map(|&len| {
+                        let at = |eps| {
+                            let (below, from) = density.small_mass_outside(len, eps)?;
+                            Some((start + below, start + from))
+                        };
+                        let small = SMALL_MASSES
+                            .iter()
+                            .map(|&eps| at(eps).map(|(b, f)| (eps * (1.0 + 1e-6), b, f)))
+                            .collect::<Option<Vec<_>>>()?;
+                        let live = at(LIVE_MASS)?;
+                        Some(SpanZones { len, small, live })
+                    })
+                    .collect();
                 patterns.push(Pattern {
                     region: AddrRange::new(start, start + spec.regions[r].size.0),
                     kind: pat.kind,
@@ -143,6 +220,7 @@ impl Workload {
                     mode: pat.mode,
                     class,
                     zero_outside,
+                    span_zones,
                 });
             }
             phases.push(Phase {
@@ -179,7 +257,7 @@ impl Workload {
                 && p.region.overlap(&span) > 0
                 && (p.kind == PatternKind::Sequential
                     || p.density.is_uniform()
-                    || !p.outside_mass(span) && p.mass(span) > 0.0)
+                    || !p.outside_mass(span) && (p.surely_reached(span) || p.mass(span) > 0.0))
         })
     }
 }
@@ -561,12 +639,24 @@ mod tests {
                 .flat_map(|(_, below, from)| [below, from])
                 .collect();
             assert_eq!(edges.len(), 4, "both gaussians have a zone");
+            // And the edges of the zones where a span is surely reached.
+            let live_edges: Vec<u64> = w
+                .patterns
+                .iter()
+                .flat_map(|p| &p.span_zones)
+                .flat_map(|z| [z.live.0, z.live.1])
+                .collect();
+            assert!(live_edges.len() >= 4, "{live_edges:?}");
             let mut rng = Rng::new(6);
             let mut live = [0; 2];
             for _ in 0..30_000 {
                 let level = [Level::Pte, Level::Pmd, Level::Pud][rng.below(3) as usize];
-                let near = match rng.below(3) {
+                let near = match rng.below(4) {
                     0 => starts[rng.below(3) as usize] + rng.below(64 << 30),
+                    1 => {
+                        live_edges[rng.below(live_edges.len() as u64) as usize] + rng.below(8 << 20)
+                            - (4 << 20)
+                    }
                     _ => edges[rng.below(4) as usize] + rng.below(8 << 20) - (4 << 20),
                 };
                 let start = level.align_down(near);
@@ -576,6 +666,63 @@ mod tests {
                 live[got as usize] += 1;
             }
             assert!(live.iter().all(|&n| n > 3_000), "{live:?}");
+        }
+    }
+
+    #[test]
+    fn span_zones_bound_the_masses_and_tell_reached_spans() {
+        // Gaussians of several widths (zones for PMD and PTE spans, or PTE ones only),
+        // one off the region's end: spans of every level at and around each zone's edges
+        // and anywhere. A bound is never below the mass, a span told reached has mass, and
+        // both are told often.
+        let spec =
+            parse_masim("a, 64GiB\nb, 1GiB\n\np\n100\na, 1, 4096, 3\nb, 1, 4096, 1\n").unwrap();
+        let starts = [1 << 40, 1 << 41];
+        for (mean, sigma) in [(0.5, 0.0005), (0.4, 0.003), (0.95, 1e-5)] {
+            let mut spec = spec.clone();
+            spec.phases[0].patterns[0].density = Density::Gaussian { mean, sigma };
+            let w = Workload::new(&spec, &starts, 10_000_000);
+            let g = &w.patterns[0];
+            assert!(!g.span_zones.is_empty());
+            assert!(w.patterns[1].span_zones.is_empty(), "a uniform has none");
+            let edges: Vec<u64> = g
+                .span_zones
+                .iter()
+                .flat_map(|z| {
+                    z.small
+                        .iter()
+                        .flat_map(|&(_, b, f)| [b, f])
+                        .chain([z.live.0, z.live.1])
+                })
+                .collect();
+            let mut rng = Rng::new(14);
+            let (mut bounded, mut reached, mut tight) = (0, 0, 0);
+            for _ in 0..40_000 {
+                let level = [Level::Pte, Level::Pte, Level::Pmd, Level::Pud][rng.below(4) as usize];
+                let near = match rng.below(3) {
+                    0 => starts[0] + rng.below(64 << 30),
+                    _ => {
+                        edges[rng.below(edges.len() as u64) as usize] + rng.below(8 << 20)
+                            - (4 << 20)
+                    }
+                };
+                let start = level.align_down(near);
+                let span = AddrRange::new(start, start + level.span());
+                let m = g.mass(span);
+                if let Some(b) = g.mass_bound(span) {
+                    assert!(m <= b, "{sigma} {span:?}: {m} > {b}");
+                    bounded += 1;
+                    // The bound is the zone's: within a hundred-fold of the mass for
+                    // spans past the nearest levels.
+                    tight += (m * 100.0 >= b) as u32;
+                }
+                if g.surely_reached(span) {
+                    assert!(m > 0.0, "{sigma} {span:?}");
+                    reached += 1;
+                }
+            }
+            assert!(bounded > 5_000 && reached > 5_000, "{bounded} {reached}");
+            assert!(tight > 1_000, "{tight}");
         }
     }
 
