@@ -76,6 +76,18 @@ def test_every_modelled_shipped_claim_names_a_command_a_key_and_a_check() -> Non
     assert problems == []
 
 
+def test_every_disagreement_in_the_shipped_ledger_names_its_sensitivity_run() -> None:
+    # Issue 25: a `disagrees` row of docs/results/CLAIMS.md links the run that pins (or
+    # tries to pin) its cause: its claim carries an assumption, a command and a finding.
+    ledger_md = Path(__file__).resolve().parent.parent / "docs/results/CLAIMS.md"
+    disagreeing = set(re.findall(r"(?m)^\| ([A-Z]\d+) \|.*\| disagrees \|", ledger_md.read_text()))
+    assert len(disagreeing) > 10
+    claims = {c.id: c for c in load_claims()}
+    for cid in sorted(disagreeing):
+        s = claims[cid].sensitivity
+        assert all(s.get(k) for k in ("assumption", "command", "finding")), cid
+
+
 def test_a_claim_that_agrees_by_construction_is_an_input() -> None:
     check = {"paper": 49.2, "tolerance": "10%"}
     c = claim(measure="telescope", key="k", check=check, note="Fitted here: by construction.")
