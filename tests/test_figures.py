@@ -185,6 +185,23 @@ def test_a_run_shorter_than_a_window(tmp_path: Path) -> None:
     plot.save(fig, tmp_path / "short.png", ["png"])
 
 
+def test_saving_lays_out_once_and_leaves_the_figure_as_it_was(tmp_path: Path) -> None:
+    # `save` lays the figure out for its first format and keeps those positions for the
+    # others (one layout instead of three): the first format is what it would be alone,
+    # every format is written, and the figure keeps its own layout engine.
+    exp = {**TIERING, "duration": "400ms", "monitors": [{"preset": "damon-mod"}]}
+    exp.pop("tiering")
+    result = tierscope.run(exp, progress=False)
+    fig = plot.heatmap_figure(result)
+    engine = fig.get_layout_engine()
+    written = plot.save(fig, tmp_path / "h.png", ["png", "svg", "pdf"])
+    assert [p.suffix for p in written] == [".png", ".svg", ".pdf"]
+    assert all(p.stat().st_size > 1000 for p in written)
+    assert fig.get_layout_engine() is engine
+    alone = plot.save(plot.heatmap_figure(result), tmp_path / "alone.png", ["png"])
+    assert alone[0].read_bytes() == written[0].read_bytes()
+
+
 def test_the_report_draws_heatmaps_written_without_png(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

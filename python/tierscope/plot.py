@@ -91,14 +91,23 @@ def save(fig: Any, path: Path, formats: Sequence[str] | None = None) -> list[Pat
     import matplotlib
 
     written: list[Path] = []
+    engine = fig.get_layout_engine()
     # A fixed salt for the SVG's element ids and no dates: the same run writes the same
     # bytes in every format.
     with matplotlib.rc_context({"svg.hashsalt": "tierscope"}):
-        for fmt in figure_formats() if formats is None else formats:
-            target = path.with_suffix(f".{fmt}")
-            metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt, {})
-            fig.savefig(target, format=fmt, dpi=PNG_DPI, metadata=metadata)
-            written.append(target)
+        try:
+            for fmt in figure_formats() if formats is None else formats:
+                target = path.with_suffix(f".{fmt}")
+                metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt, {})
+                fig.savefig(target, format=fmt, dpi=PNG_DPI, metadata=metadata)
+                written.append(target)
+                # The first format laid the figure out; the others keep its positions
+                # instead of drawing it twice each to lay it out again (with a layout
+                # engine, savefig draws once to lay out and once to render).
+                fig.set_layout_engine("none")
+        finally:
+            if engine is not None:
+                fig.set_layout_engine(engine)
     return written
 
 
