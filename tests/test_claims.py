@@ -85,7 +85,29 @@ def test_every_disagreement_in_the_shipped_ledger_names_its_sensitivity_run() ->
     claims = {c.id: c for c in load_claims()}
     for cid in sorted(disagreeing):
         s = claims[cid].sensitivity
-        assert all(s.get(k) for k in ("assumption", "command", "finding")), cid
+        assert all(s.get(k) for k in ("assumption", "command", "finding", "pinned")), cid
+
+
+def test_a_disagreement_says_whether_its_run_pins_the_cause() -> None:
+    check = {"paper": 0.92, "tolerance": 0.05}
+    base = {"assumption": "a", "command": "tierscope run x.toml", "finding": "f"}
+    for pinned, fine in (("yes", True), ("in part", True), ("no", True), ("maybe", False)):
+        c = claim(measure="telescope", key="k", check=check, sensitivity={**base, "pinned": pinned})
+        assert (c.problems() == []) == fine, pinned
+    c = claim(measure="telescope", key="k", check=check, sensitivity=base)
+    assert any("pinned" in p for p in c.problems())
+    # The note says it, and the ledger counts the disagreements by it.
+    claims = [
+        claim(
+            id=f"T{i}", measure="telescope", key="v", check=check, sensitivity={**base, "pinned": p}
+        )
+        for i, p in enumerate(("yes", "no", "no"), start=1)
+    ]
+    rows, _ = rows_for(claims, {"telescope": {"v": 0.3}})
+    assert [r.status for r in rows] == ["disagrees"] * 3
+    assert "cause (pinned): a" in rows[0].note and "cause (not pinned): a" in rows[1].note
+    text = render(rows)
+    assert "| **all** | 3 | 1 | 0 | 2 |" in text
 
 
 def test_a_claim_that_agrees_by_construction_is_an_input() -> None:
