@@ -142,6 +142,17 @@ pub struct Workload {
     phases: Vec<Phase>,
     cycle_ns: Nanos,
     pub rate: u64,
+    /// `rate / 1e9` in lowest terms, for [`Self::count_at`]: every read asks it twice, and
+    /// in u64 it costs a division where the u128 product costs a call of the 128-bit one.
+    per_ns: (u64, u64),
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Accesses `[first, first + count)` of a thread, all to `pattern`.
@@ -229,17 +240,25 @@ impl Workload {
                 end_ns,
             });
         }
+        let g = gcd(rate, 1_000_000_000).max(1);
         Workload {
             patterns,
             phases,
             cycle_ns: end_ns,
             rate,
+            per_ns: (rate / g, 1_000_000_000 / g),
         }
     }
 
-    /// Accesses a thread issued before time `t` (as [`crate::stream::AccessStream`]).
+    /// Accesses a thread issued before time `t` (as [`crate::stream::AccessStream`]):
+    /// `ceil(t * rate / 1e9)`, with the fraction reduced so that the product mostly fits
+    /// in a u64 (at 10 M accesses per second, `ceil(t / 100)`), the same integer.
     pub fn count_at(&self, t: Nanos) -> u64 {
-        ((t as u128 * self.rate as u128).div_ceil(1_000_000_000)) as u64
+        let (num, den) = self.per_ns;
+        match t.checked_mul(num) {
+            Some(x) => x.div_ceil(den),
+            None => ((t as u128 * self.rate as u128).div_ceil(1_000_000_000)) as u64,
+        }
     }
 
     /// When access `i` of a thread happens.
@@ -771,6 +790,35 @@ mod tests {
                     .map(|g| g.count.min(i - g.first))
                     .sum();
                 assert_eq!(s.pattern_accesses_before(p, i), by_walk, "{p} {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn count_at_is_the_exact_quotient() {
+        // Rates sharing every kind of factor with 1e9 (and none), times small, large and
+        // past where the reduced product overflows: the same integer as the u128 formula.
+        let spec = parse_masim("a, 1GiB\n\np\n100\na, 1, 4096, 1\n").unwrap();
+        let mut rng = Rng::new(15);
+        for rate in [
+            10_000_000,
+            1,
+            7,
+            1_000_000_000,
+            3_000_000_007,
+            123_456_789,
+            1 << 40,
+        ] {
+            let w = Workload::new(&spec, &[0], rate);
+            for i in 0..20_000 {
+                let t = match i % 4 {
+                    0 => rng.below(1 << 20),
+                    1 => rng.next_u64() >> rng.below(64),
+                    2 => u64::MAX - rng.below(1 << 20),
+                    _ => rng.below(3_000_000_000_000),
+                };
+                let want = (t as u128 * rate as u128).div_ceil(1_000_000_000) as u64;
+                assert_eq!(w.count_at(t), want, "{rate} {t}");
             }
         }
     }

@@ -47,6 +47,8 @@ pub struct StatEngine {
     seq: u64,
     seed: u64,
     now: Nanos,
+    /// `workload.count_at(now)`: each thread's accesses so far (every read asks).
+    now_count: u64,
     cost: CostCounters,
     truth_from: u64,
     block_shift: u32,
@@ -129,6 +131,7 @@ impl StatEngine {
             seq: 0,
             seed: params.seed,
             now: 0,
+            now_count: 0,
             cost: CostCounters::default(),
             truth_from: 0,
             block_shift: params.block_size.trailing_zeros(),
@@ -276,10 +279,7 @@ impl StatEngine {
             caches: &self.caches,
             schedules: &self.schedules,
         };
-        let (ia, ib) = (
-            self.workload.count_at(c.since),
-            self.workload.count_at(self.now),
-        );
+        let (ia, ib) = (self.workload.count_at(c.since), self.now_count);
         let u = unit(mix64(
             self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
         ));
@@ -480,7 +480,7 @@ impl Machine for StatEngine {
             self.seq += 1;
             self.flushes.push(FlushEvent {
                 seq: self.seq,
-                at: self.workload.count_at(self.now),
+                at: self.now_count,
                 kind,
             });
         }
@@ -585,6 +585,7 @@ impl Engine for StatEngine {
             self.layout.heap,
         );
         self.now = t;
+        self.now_count = target;
     }
 
     fn take_truth(&mut self) -> BlockIntervals {
