@@ -85,6 +85,13 @@ fn round_up(x: f64) -> f32 {
     }
 }
 
+/// Whether no pattern of any phase of `workload` ever accesses the span of the entry at
+/// `level` for `va`.
+fn dead_span(workload: &Workload, level: Level, va: u64) -> bool {
+    let start = level.align_down(va);
+    !workload.ever_touches(AddrRange::new(start, start + level.span()))
+}
+
 /// A uniform draw in [0, 1) from a hash.
 pub(super) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
@@ -215,10 +222,7 @@ impl StatEngine {
 
     /// Whether no pattern of any phase ever accesses the span of the entry.
     fn is_dead(&self, level: Level, va: u64) -> bool {
-        let start = level.align_down(va);
-        !self
-            .workload
-            .ever_touches(AddrRange::new(start, start + level.span()))
+        dead_span(&self.workload, level, va)
     }
 
     /// The current value of a bit, evaluating a cleared entry up to now.
@@ -248,11 +252,25 @@ impl StatEngine {
         clear: bool,
     ) -> (bool, bool, bool) {
         let k = key(bit, level, va);
-        // One probe of the table: the entry is read, then updated or removed in place.
-        let slot = if self.entries.maybe_cleared(k) {
-            self.entries.cleared.find(k)
-        } else {
+        // One probe of the table: the entry is read, then updated or removed in place;
+        // for a test-and-clear of an entry the table may hold but does not, the probe
+        // that found it absent also places it (a scan's fresh entries, once the filter is
+        // too full to rule them out).
+        let slot = if !self.entries.maybe_cleared(k) {
             None
+        } else if clear {
+            use hashbrown::hash_table::Entry;
+            match self.entries.cleared.entry(k) {
+                Entry::Occupied(o) => Some(o),
+                Entry::Vacant(v) if !dead_span(&self.workload, level, va) => {
+                    v.insert((k, Cleared::new(self.now, self.seq)));
+                    self.entries.note_cleared(k);
+                    return (true, false, true);
+                }
+                Entry::Vacant(_) => None,
+            }
+        } else {
+            self.entries.cleared.find(k)
         };
         let Some(mut slot) = slot else {
             if self.is_dead(level, va) {
@@ -363,15 +381,7 @@ impl StatEngine {
                 c.seq = self.seq;
             }
             Entry::Vacant(v) => {
-                v.insert((
-                    k,
-                    Cleared {
-                        since: self.now,
-                        seq: self.seq,
-                        fresh: 0,
-                        worst: f32::NAN,
-                    },
-                ));
+                v.insert((k, Cleared::new(self.now, self.seq)));
                 self.entries.note_cleared(k);
             }
         }

@@ -71,6 +71,19 @@ pub struct Cleared {
     pub fresh: u8,
 }
 
+impl Cleared {
+    /// An entry cleared at `since`, operation `seq`: no cache fresh yet, its span's bound
+    /// not yet computed.
+    pub fn new(since: Nanos, seq: u64) -> Self {
+        Cleared {
+            since,
+            seq,
+            worst: f32::NAN,
+            fresh: 0,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct EntryStore {
     pub cleared: ClearedTable,
