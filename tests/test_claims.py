@@ -107,7 +107,13 @@ def test_a_disagreement_says_whether_its_run_pins_the_cause() -> None:
     assert [r.status for r in rows] == ["disagrees"] * 3
     assert "cause (pinned): a" in rows[0].note and "cause (not pinned): a" in rows[1].note
     text = render(rows)
-    assert "| **all** | 3 | 1 | 0 | 2 |" in text
+    assert "| **all** | 3 | 1 | 0 | 2 | 0 |" in text
+    # A disagreement without a run is counted as such, not dropped.
+    rows, _ = rows_for(
+        [*claims, claim(id="T9", measure="telescope", key="v", check=check)],
+        {"telescope": {"v": 0.3}},
+    )
+    assert "| **all** | 4 | 1 | 0 | 2 | 1 |" in render(rows)
 
 
 def test_a_claim_that_agrees_by_construction_is_an_input() -> None:

@@ -425,15 +425,20 @@ def counts(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
     return out
 
 
+#: A disagreement whose claim has no sensitivity run (CAUSES' last column).
+NO_RUN = "no sensitivity run"
+CAUSES = (*PINNED.values(), NO_RUN)
+
+
 def causes(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
     """Per paper (and "all"), the disagreements by what their sensitivity run shows
-    (PINNED's labels)."""
+    (PINNED's labels, or NO_RUN)."""
     out: dict[str, dict[str, int]] = {}
     for paper in (*PAPERS, "all"):
         mine = [r for r in rows if r.status == "disagrees" and paper in ("all", r.claim.paper)]
         if mine:
-            keys = [r.claim.sensitivity.get("pinned") for r in mine]
-            out[paper] = {label: keys.count(k) for k, label in PINNED.items()}
+            labels = [PINNED.get(r.claim.sensitivity.get("pinned", ""), NO_RUN) for r in mine]
+            out[paper] = {label: labels.count(label) for label in CAUSES}
     return out
 
 
@@ -489,12 +494,12 @@ def render(rows: Sequence[Row], title: str = "Claims ledger", produced: str = ""
             "",
             "The disagreements by what their sensitivity run shows:",
             "",
-            "| paper | disagrees | " + " | ".join(PINNED.values()) + " |",
-            "|---|---:|" + "---:|" * len(PINNED),
+            "| paper | disagrees | " + " | ".join(CAUSES) + " |",
+            "|---|---:|" + "---:|" * len(CAUSES),
         ]
         for paper, by in by_cause.items():
             name = "**all**" if paper == "all" else paper
-            cells = [str(by[label]) for label in PINNED.values()]
+            cells = [str(by[label]) for label in CAUSES]
             lines.append(f"| {name} | {sum(by.values())} | " + " | ".join(cells) + " |")
     for paper in PAPERS:
         mine = [r for r in rows if r.claim.paper == paper]
