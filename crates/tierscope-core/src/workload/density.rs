@@ -776,6 +776,17 @@ mod tests {
         assert!(normal_mass(38.0, 38.01) > 0.0);
     }
 
+    /// The start of a span of `len` bytes inside a region of `size`: within 4 KiB of
+    /// either edge of the zone `(below, from)` half the time, anywhere otherwise.
+    fn start_near_edges(rng: &mut Rng, (below, from): (u64, u64), len: u64, size: u64) -> u64 {
+        match rng.below(4) {
+            0 => from.saturating_sub(4096) + rng.below(8192),
+            1 => (below + rng.below(8192)).saturating_sub(4096 + len),
+            _ => rng.below(size - len + 1),
+        }
+        .min(size - len)
+    }
+
     #[test]
     fn no_mass_outside_a_gaussians_far_tails() {
         // Narrow and wide gaussians, centred and off the region's ends; spans of every
@@ -801,11 +812,7 @@ mod tests {
             let mut zero_spans = 0;
             for _ in 0..20_000 {
                 let len = 1 + rng.below(max_len);
-                let lo = match rng.below(4) {
-                    0 => from.saturating_sub(4096) + rng.below(8192),
-                    1 => (below + rng.below(8192)).saturating_sub(4096 + len),
-                    _ => rng.below(size),
-                };
+                let lo = start_near_edges(&mut rng, (below, from), len, size);
                 let hi = lo + len;
                 if hi <= below || lo >= from {
                     assert_eq!(d.mass(lo, hi), 0.0, "{mean} {sigma} [{lo}, {hi})");
@@ -861,12 +868,7 @@ mod tests {
                     let bound = eps * (1.0 + 1e-6);
                     let mut inside = 0;
                     for _ in 0..2_000 {
-                        let lo = match rng.below(4) {
-                            0 => from.saturating_sub(4096) + rng.below(8192),
-                            1 => (below + rng.below(8192)).saturating_sub(4096 + len),
-                            _ => rng.below(size - len + 1),
-                        }
-                        .min(size - len);
+                        let lo = start_near_edges(&mut rng, (below, from), len, size);
                         let hi = lo + len;
                         if hi <= below || lo >= from {
                             assert!(d.mass(lo, hi) <= bound, "{mean} {sigma} {eps} {lo}");

@@ -600,6 +600,40 @@ mod tests {
     use tierscope_core::workload::parse_masim;
     use tierscope_core::{PageSize, Paging};
 
+    /// A random read of the entry over `va` at `level` (4 KiB leaves): its target, and
+    /// the access indices of its clear and its read within the first 30 M accesses.
+    fn random_read(rng: &mut Rng, level: Level, va: u64) -> (Target, u64, u64) {
+        let start = level.align_down(va);
+        let t = Target {
+            level,
+            leaf: Level::Pte,
+            span: AddrRange::new(start, start + level.span()),
+            stores_only: rng.below(4) == 0,
+        };
+        let ia = rng.below(29_000_000);
+        let longest = 1 << rng.below(25);
+        let ib = ia + 1 + rng.below((30_000_000 - ia).min(longest));
+        (t, ia, ib)
+    }
+
+    /// Each pattern's caches on a 4 KiB-page, 4-level machine with the default TLBs.
+    fn base_page_caches(workload: &Workload) -> Vec<RegionCaches> {
+        let tlb = TlbConfig::default();
+        workload
+            .patterns
+            .iter()
+            .map(|p| {
+                RegionCaches::new(
+                    p.region,
+                    &p.density,
+                    PageSize::Base4K,
+                    Paging::FourLevel,
+                    &tlb,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn long_reads_after_a_full_flush_are_linear_in_each_patterns_count() {
         // Two uniform patterns alternating by batch; the entry is a PTE in `b`. After a
@@ -609,20 +643,7 @@ mod tests {
             parse_masim("a, 1GiB\nb, 64MiB\n\np\n1000\na, 1, 4096, 1\nb, 1, 4096, 1\n").unwrap();
         let starts = [0, 1 << 30];
         let workload = Workload::new(&spec, &starts, 10_000_000);
-        let caches: Vec<RegionCaches> = workload
-            .patterns
-            .iter()
-            .map(|p| {
-                let tlb = TlbConfig::default();
-                RegionCaches::new(
-                    p.region,
-                    &p.density,
-                    PageSize::Base4K,
-                    Paging::FourLevel,
-                    &tlb,
-                )
-            })
-            .collect();
+        let caches = base_page_caches(&workload);
         let mut sched = Schedule::new(&workload, Rng::new(7));
         sched.run(&workload, 40_000_000);
         assert!(
@@ -699,19 +720,7 @@ mod tests {
         };
         let starts = [0, 4 << 30, 0];
         let workload = Workload::new(&spec, &starts, 10_000_000);
-        let caches: Vec<RegionCaches> = workload
-            .patterns
-            .iter()
-            .map(|p| {
-                RegionCaches::new(
-                    p.region,
-                    &p.density,
-                    PageSize::Base4K,
-                    Paging::FourLevel,
-                    &TlbConfig::default(),
-                )
-            })
-            .collect();
+        let caches = base_page_caches(&workload);
         let scheds: Vec<Schedule> = (0..2)
             .map(|i| {
                 let mut s = Schedule::new(&workload, Rng::new(20 + i));
@@ -735,16 +744,7 @@ mod tests {
                 1 => rng.below(4 << 30),
                 _ => (4 << 30) + rng.below(64 << 20),
             };
-            let start = level.align_down(va);
-            let t = Target {
-                level,
-                leaf: Level::Pte,
-                span: AddrRange::new(start, start + level.span()),
-                stores_only: rng.below(4) == 0,
-            };
-            let ia = rng.below(29_000_000);
-            let longest = 1 << rng.below(25);
-            let ib = ia + 1 + rng.below((30_000_000 - ia).min(longest));
+            let (t, ia, ib) = random_read(&mut rng, level, va);
             let fresh = [0, ALL_FRESH, 1][rng.below(3) as usize];
             let mut flushes: Vec<FlushEvent> = (0..rng.below(4))
                 .map(|i| FlushEvent {
@@ -792,19 +792,7 @@ mod tests {
             sigma: 0.002,
         };
         let workload = Workload::new(&spec, &[0, 0], 10_000_000);
-        let caches: Vec<RegionCaches> = workload
-            .patterns
-            .iter()
-            .map(|p| {
-                RegionCaches::new(
-                    p.region,
-                    &p.density,
-                    PageSize::Base4K,
-                    Paging::FourLevel,
-                    &TlbConfig::default(),
-                )
-            })
-            .collect();
+        let caches = base_page_caches(&workload);
         let mut sched = Schedule::new(&workload, Rng::new(30));
         sched.run(&workload, 30_000_000);
         let world = World {
@@ -823,16 +811,7 @@ mod tests {
             let va = va
                 .min((64 << 30) - 1)
                 .max(if i % 8 == 0 { 0 } else { 1 << 30 });
-            let start = level.align_down(va);
-            let t = Target {
-                level,
-                leaf: Level::Pte,
-                span: AddrRange::new(start, start + level.span()),
-                stores_only: rng.below(4) == 0,
-            };
-            let ia = rng.below(29_000_000);
-            let longest = 1 << rng.below(25);
-            let ib = ia + 1 + rng.below((30_000_000 - ia).min(longest));
+            let (t, ia, ib) = random_read(&mut rng, level, va);
             let fresh = [0, ALL_FRESH][rng.below(2) as usize];
             let facts = span_facts(&workload, t.span);
             let bound = worst_bound(&workload, t.span);
@@ -863,19 +842,7 @@ mod tests {
         let spec =
             parse_masim("a, 1GiB\nb, 64MiB\n\np\n1000\na, 1, 4096, 1\nb, 1, 4096, 1\n").unwrap();
         let workload = Workload::new(&spec, &[0, 1 << 30], 10_000_000);
-        let caches: Vec<RegionCaches> = workload
-            .patterns
-            .iter()
-            .map(|p| {
-                RegionCaches::new(
-                    p.region,
-                    &p.density,
-                    PageSize::Base4K,
-                    Paging::FourLevel,
-                    &TlbConfig::default(),
-                )
-            })
-            .collect();
+        let caches = base_page_caches(&workload);
         let mut sched = Schedule::new(&workload, Rng::new(5));
         sched.run(&workload, 20_000_000);
         let world = World {
