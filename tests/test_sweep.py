@@ -440,3 +440,25 @@ def test_ray_executor_gives_the_same_rows(tmp_path: Path) -> None:
         for a, b in zip(local, remote, strict=True):
             assert a.read_bytes() == b.read_bytes(), a.name
     assert tierscope.load_sweep(tmp_path / "tiering-ray", "policies").height == 6
+
+
+def test_the_next_run_starts_before_a_finished_one_is_handed_over(tmp_path: Path) -> None:
+    # Handing a result over (writing its outputs) can take longer than a simulation: the
+    # local executor gives the slot to the next run first, so with one slot, run k+1 has
+    # started when run k's result arrives; the results still arrive in the sweep's order.
+    from tierscope.sweep.local import run_local
+
+    runs = tierscope.expand_sweep(sweep_file(tmp_path, seeds=2))
+    started: list[str] = []
+    seen: list[tuple[str, list[str]]] = []
+    run_local(
+        runs,
+        1,
+        lambda r, metrics, result: seen.append((r.id, list(started))),
+        lambda r, message: pytest.fail(message),
+        on_start=lambda r: started.append(r.id),
+    )
+    ids = [r.id for r in runs]
+    assert [run for run, _ in seen] == ids
+    for k, (_, at_hand_over) in enumerate(seen):
+        assert at_hand_over == ids[: min(k + 2, len(ids))]

@@ -35,21 +35,26 @@ def run_local(
     queue.reverse()  # pop() from the end keeps the sweep's order
     active: list[tuple[SweepRun, _core.RunHandle]] = []
     finished = 0
+
+    def fill() -> None:
+        while queue and len(active) < jobs:
+            r = queue.pop()
+            if on_start is not None:
+                on_start(r)
+            active.append((r, _core.start_run(r.experiment._inner, 1)))
+
     try:
         while queue or active:
-            while queue and len(active) < jobs:
-                r = queue.pop()
-                if on_start is not None:
-                    on_start(r)
-                active.append((r, _core.start_run(r.experiment._inner, 1)))
-            running, still = active, []
-            for i, (r, h) in enumerate(running):
-                if not h.done():
-                    still.append((r, h))
-                    continue
-                # Out of `active` before its result is taken: if storing the result
-                # fails, the runs still in flight are cancelled below, not this one.
-                active = still + running[i + 1 :]
+            fill()
+            ended = [(r, h) for r, h in active if h.done()]
+            # Out of `active` before their results are taken (if storing one fails, the
+            # runs still in flight are cancelled below, not these), and their slots given
+            # to the next runs first: handing a result over (writing a run's outputs can
+            # take longer than its simulation) then overlaps the simulations instead of
+            # leaving a core idle.
+            active = [x for x in active if all(x[1] is not h for _, h in ended)]
+            fill()
+            for r, h in ended:
                 finished += 1
                 try:
                     result = RunResult.from_raw(r.experiment, h.result())
@@ -59,7 +64,6 @@ def run_local(
                     on_failed(r, str(e))
                     continue
                 on_done(r, result.metrics, result)
-            active = still
             if on_progress is not None:
                 partial = 0.0
                 for _, h in active:
