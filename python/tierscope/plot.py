@@ -104,7 +104,8 @@ def save(fig: Any, path: Path, formats: Sequence[str] | None = None) -> list[Pat
                 # The first format laid the figure out; the others keep its positions
                 # instead of drawing it twice each to lay it out again (with a layout
                 # engine, savefig draws once to lay out and once to render).
-                fig.set_layout_engine("none")
+                if engine is not None:
+                    fig.set_layout_engine("none")
         finally:
             if engine is not None:
                 fig.set_layout_engine(engine)

@@ -52,7 +52,8 @@ def run_local(
             # to the next runs first: handing a result over (writing a run's outputs can
             # take longer than its simulation) then overlaps the simulations instead of
             # leaving a core idle.
-            active = [x for x in active if all(x[1] is not h for _, h in ended)]
+            ended_handles = {id(h) for _, h in ended}
+            active = [(r, h) for r, h in active if id(h) not in ended_handles]
             fill()
             for r, h in ended:
                 finished += 1

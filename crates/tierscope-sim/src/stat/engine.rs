@@ -256,24 +256,30 @@ impl StatEngine {
         // for a test-and-clear of an entry the table may hold but does not, the probe
         // that found it absent also places it (a scan's fresh entries, once the filter is
         // too full to rule them out).
+        // Whether the entry is dead, when the probe had to ask (asked once).
+        let mut dead = None;
         let slot = if !self.entries.maybe_cleared(k) {
             None
         } else if clear {
             use hashbrown::hash_table::Entry;
             match self.entries.cleared.entry(k) {
                 Entry::Occupied(o) => Some(o),
-                Entry::Vacant(v) if !dead_span(&self.workload, level, va) => {
-                    v.insert((k, Cleared::new(self.now, self.seq)));
-                    self.entries.note_cleared(k);
-                    return (true, false, true);
+                Entry::Vacant(v) => {
+                    if dead_span(&self.workload, level, va) {
+                        dead = Some(true);
+                        None
+                    } else {
+                        v.insert((k, Cleared::new(self.now, self.seq)));
+                        self.entries.note_cleared(k);
+                        return (true, false, true);
+                    }
                 }
-                Entry::Vacant(_) => None,
             }
         } else {
             self.entries.cleared.find(k)
         };
         let Some(mut slot) = slot else {
-            if self.is_dead(level, va) {
+            if dead.unwrap_or_else(|| self.is_dead(level, va)) {
                 let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
                 if clear {
                     // One look at the dead set for the read and the clear.
