@@ -177,6 +177,42 @@ pub trait WindowSampler {
 /// Linux's `tlb_single_page_flush_ceiling` default.
 pub const FLUSH_CEILING_PAGES: u64 = 33;
 
+/// Entries per page table (x86-64, every level).
+pub const TABLE_ENTRIES: u64 = 512;
+
+/// [`Machine::scan_table_accessed`] one entry at a time: [`Machine::accessed`] of each
+/// entry, then [`Machine::test_and_clear_accessed`] of each found set; the walk's steps
+/// are counted for the first entry only.
+pub fn scan_table_by_entry<M: Machine + ?Sized>(
+    m: &mut M,
+    level: Level,
+    start: u64,
+    accessed: &mut [u64; 8],
+) -> u32 {
+    let step = level.span();
+    let mut set = 0;
+    *accessed = [0; 8];
+    let mut entries = [(level, 0); TABLE_ENTRIES as usize];
+    for (k, e) in entries.iter_mut().enumerate() {
+        e.1 = start + k as u64 * step;
+    }
+    m.warm_accessed(&entries);
+    for k in 0..TABLE_ENTRIES {
+        let va = start + k * step;
+        let steps_before = m.cost().walk_steps;
+        if m.accessed(level, va).unwrap_or(false) {
+            m.test_and_clear_accessed(level, va);
+            accessed[(k / 64) as usize] |= 1 << (k % 64);
+            set += 1;
+        }
+        // One descent per table (walk_page_range), not one per entry.
+        if k > 0 {
+            m.cost_mut().walk_steps = steps_before;
+        }
+    }
+    set
+}
+
 /// What a monitor can observe and do, the way a kernel thread on another core would.
 ///
 /// Every operation is counted in [`Machine::cost`]; the bit operations model the kernel's
@@ -217,6 +253,19 @@ pub trait Machine {
     /// cache may start them all at once, so that the misses overlap instead of coming one
     /// at a time. Every later answer is the same with or without it; nothing is counted.
     fn warm_accessed(&mut self, _entries: &[(Level, u64)]) {}
+
+    /// Reads the ACCESSED bits of the [`TABLE_ENTRIES`] entries of the page table at
+    /// `level` whose span starts at `start` (entry `k` maps `start + k * level.span()`)
+    /// and clears those found set, as a kernel scan does (`walk_page_range` reading each
+    /// entry, `ptep_test_and_clear_young` on the young ones): bit `k` of `accessed` (word
+    /// `k / 64`) is set for each entry found set; an entry that does not exist reads
+    /// clear. Counts a read per entry and a test-and-clear per set one, with one descent
+    /// of the walk for the whole table. Returns how many were set. Every answer and
+    /// count is that of [`scan_table_by_entry`], the default; an engine may answer a
+    /// whole table at once.
+    fn scan_table_accessed(&mut self, level: Level, start: u64, accessed: &mut [u64; 8]) -> u32 {
+        scan_table_by_entry(self, level, start, accessed)
+    }
 
     /// The PMU, when the machine has one ([`Capability::Pmu`]).
     fn pmu(&mut self) -> Option<&mut dyn Pmu> {

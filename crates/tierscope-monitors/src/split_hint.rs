@@ -30,7 +30,7 @@ use crate::telescope::{TelescopeConfig, TelescopeProbe, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
-use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::machine::{FLUSH_CEILING_PAGES, TABLE_ENTRIES};
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS};
 use tierscope_core::FeedKind;
@@ -174,8 +174,6 @@ impl Technique for SplitHintConfig {
     }
 }
 
-/// Entries per page table.
-const TABLE_ENTRIES: u64 = 512;
 /// Windows without any accessed entry after which a table leaves page mode.
 const QUIET_WINDOWS: u8 = 2;
 /// Share of a page-mode table's entries accessed in a window above which it is dense.
@@ -555,26 +553,13 @@ fn scan_table(
     accessed: &mut [u64; 8],
     cleared: &mut Vec<u64>,
 ) -> u32 {
-    let step = leaf.span();
-    let mut set = 0;
-    *accessed = [0; 8];
-    let mut entries = [(leaf, 0); TABLE_ENTRIES as usize];
-    for (k, e) in entries.iter_mut().enumerate() {
-        e.1 = start + k as u64 * step;
-    }
-    m.warm_accessed(&entries);
-    for k in 0..TABLE_ENTRIES {
-        let va = start + k * step;
-        let steps_before = m.cost().walk_steps;
-        if m.accessed(leaf, va).unwrap_or(false) {
-            m.test_and_clear_accessed(leaf, va);
-            accessed[(k / 64) as usize] |= 1 << (k % 64);
-            cleared.push(va);
-            set += 1;
-        }
-        // One descent per table (walk_page_range), not one per entry.
-        if k > 0 {
-            m.cost_mut().walk_steps = steps_before;
+    let set = m.scan_table_accessed(leaf, start, accessed);
+    for (w, &word) in accessed.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let k = w as u64 * 64 + bits.trailing_zeros() as u64;
+            cleared.push(start + k * leaf.span());
+            bits &= bits - 1;
         }
     }
     set

@@ -6,6 +6,7 @@
 //! (seed, entry, interval), so a run is deterministic per seed and independent of the
 //! order in which entries are read.
 
+mod scan;
 mod windows;
 
 use std::cell::Cell;
@@ -15,6 +16,7 @@ use super::density::{Lookups, Schedule, Workload};
 use super::entries::{key, Bit, Cleared, EntryStore, FastSet};
 use super::nemo::StatNemo;
 use super::pmu::Pmu;
+use super::scanned::position;
 use super::walks::{
     loaded_remembered, span_facts, unloaded_by_zones, FlushEvent, FlushKind, FlushLog, SpanFacts,
     Target, World,
@@ -23,7 +25,7 @@ use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
 use crate::WorkloadParams;
-use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::machine::{scan_table_by_entry, FLUSH_CEILING_PAGES};
 use tierscope_core::memtel::MemTelemetry;
 use tierscope_core::rng::{mix64, Rng};
 use tierscope_core::tiers::{TierSetup, Tiers};
@@ -95,6 +97,104 @@ fn dead_span(workload: &Workload, level: Level, va: u64) -> bool {
 /// A uniform draw in [0, 1) from a hash.
 pub(super) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// The entry a read of `bit` at `level` over `va` is about, under a `leaf` mapping.
+fn target(bit: Bit, level: Level, leaf: Level, va: u64) -> Target {
+    let span_start = level.align_down(va);
+    Target {
+        level,
+        leaf,
+        span: AddrRange::new(span_start, span_start + level.span()),
+        stores_only: bit == Bit::Dirty,
+    }
+}
+
+/// What a read of a tracked entry found.
+enum Read {
+    /// A walk loaded the entry since its clear (it reads set); `worst` is its span's
+    /// bound, to keep if it is cleared again.
+    Loaded { worst: f32 },
+    /// Still clear, from now on in this state.
+    Clear(Cleared),
+}
+
+/// The engine's state a read of a tracked entry evaluates against: all of it but the
+/// entry stores, which the caller updates with the answer.
+struct Reader<'a> {
+    world: World<'a>,
+    workload: &'a Workload,
+    lookups: &'a mut Lookups,
+    flushes: &'a FlushLog,
+    seed: u64,
+    now: Nanos,
+    now_count: u64,
+    seq: u64,
+    zones: bool,
+}
+
+impl Reader<'_> {
+    /// Whether a walk loaded the entry of key `k`, `t`, cleared as `c`, since then.
+    fn evaluate(&mut self, k: u64, t: Target, c: Cleared) -> Read {
+        let first_flush = self.flushes.first_after(c.seq);
+        let (ia, ib) = (self.workload.count_at(c.since), self.now_count);
+        let u = unit(mix64(
+            self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
+        ));
+        let accesses = (ib - ia) * self.world.schedules.len() as u64;
+        // A first read in a gaussian's tails (a scan's entries there) is mostly told by the
+        // zones' bound on the span's mass: the entry stays clear, its facts still unknown.
+        let (loaded, worst) = if c.worst.is_nan()
+            && self.zones
+            && unloaded_by_zones(self.workload, t.span, u, accesses)
+        {
+            (false, f32::NAN)
+        } else {
+            // A first read computes the span's facts: the bound to keep, and the mass its
+            // evaluation would compute again (later reads rarely evaluate).
+            let (worst, mass) = if c.worst.is_nan() {
+                let f = span_facts(self.workload, t.span);
+                (round_up(f.worst), f.mass)
+            } else {
+                (c.worst, f64::NAN)
+            };
+            let loaded = loaded_remembered(
+                &self.world,
+                self.lookups,
+                t,
+                ia,
+                ib,
+                c.fresh,
+                &self.flushes.events[first_flush..],
+                u,
+                SpanFacts {
+                    worst: worst as f64,
+                    mass,
+                },
+            );
+            (loaded, worst)
+        };
+        if loaded {
+            return Read::Loaded { worst };
+        }
+        // Still clear: a clear now would change nothing (it keeps the freshness).
+        Read::Clear(Cleared {
+            since: self.now,
+            seq: self.seq,
+            fresh: self.flushes.fresh_after(c.fresh, t, first_flush),
+            worst,
+        })
+    }
+
+    /// The state of a tracked entry found set and cleared again now.
+    fn recleared(&self, worst: f32) -> Cleared {
+        Cleared {
+            since: self.now,
+            seq: self.seq,
+            fresh: 0,
+            worst,
+        }
+    }
 }
 
 impl StatEngine {
@@ -241,8 +341,8 @@ impl StatEngine {
 
     /// [`Self::read`], whether the entry is dead (known on the way, so that a clear
     /// right after need not ask again), and whether it is now tracked as clear from now
-    /// on. With `clear`, an entry found in the table stays there, cleared in place: the
-    /// same state as forgetting it and clearing it again, without a second probe.
+    /// on. With `clear`, an entry found tracked stays so, cleared in place: the same
+    /// state as forgetting it and clearing it again, without a second probe.
     fn read_entry(
         &mut self,
         bit: Bit,
@@ -252,116 +352,118 @@ impl StatEngine {
         clear: bool,
     ) -> (bool, bool, bool) {
         let k = key(bit, level, va);
+        if let Some(i) = self.entries.scanned_table_of(k) {
+            return self.read_scanned(i, k, target(bit, level, leaf, va), clear);
+        }
+        let (mut reader, entries) = self.reader();
         // One probe of the table: the entry is read, then updated or removed in place;
         // for a test-and-clear of an entry the table may hold but does not, the probe
         // that found it absent also places it (a scan's fresh entries, once the filter is
         // too full to rule them out).
         // Whether the entry is dead, when the probe had to ask (asked once).
         let mut dead = None;
-        let slot = if !self.entries.maybe_cleared(k) {
+        let slot = if !entries.maybe_cleared(k) {
             None
         } else if clear {
             use hashbrown::hash_table::Entry;
-            match self.entries.cleared.entry(k) {
+            match entries.cleared.entry(k) {
                 Entry::Occupied(o) => Some(o),
                 Entry::Vacant(v) => {
-                    if dead_span(&self.workload, level, va) {
+                    if dead_span(reader.workload, level, va) {
                         dead = Some(true);
                         None
                     } else {
-                        v.insert((k, Cleared::new(self.now, self.seq)));
-                        self.entries.note_cleared(k);
+                        v.insert((k, Cleared::new(reader.now, reader.seq)));
+                        entries.note_cleared(k);
                         return (true, false, true);
                     }
                 }
             }
         } else {
-            self.entries.cleared.find(k)
+            entries.cleared.find(k)
         };
         let Some(mut slot) = slot else {
             if dead.unwrap_or_else(|| self.is_dead(level, va)) {
-                let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
-                if clear {
-                    // One look at the dead set for the read and the clear.
-                    return (!self.entries.dead_test_and_clear(k, u), true, true);
-                }
-                return (!self.entries.dead_is_clear(k, u), true, false);
+                return self.read_dead(k, clear);
             }
             return (true, false, false);
         };
-        let c = slot.get().1;
-        let span_start = level.align_down(va);
-        let t = Target {
-            level,
-            leaf,
-            span: AddrRange::new(span_start, span_start + level.span()),
-            stores_only: bit == Bit::Dirty,
-        };
-        let first_flush = self.flushes.first_after(c.seq);
-        let world = World {
-            workload: &self.workload,
-            caches: &self.caches,
-            schedules: &self.schedules,
-        };
-        let (ia, ib) = (self.workload.count_at(c.since), self.now_count);
-        let u = unit(mix64(
-            self.seed ^ mix64(k ^ mix64(c.since ^ mix64(self.now.wrapping_add(0x51)))),
-        ));
-        let accesses = (ib - ia) * self.schedules.len() as u64;
-        // A first read in a gaussian's tails (a scan's entries there) is mostly told by the
-        // zones' bound on the span's mass: the entry stays clear, its facts still unknown.
-        let (loaded, worst) = if c.worst.is_nan()
-            && self.zones
-            && unloaded_by_zones(&self.workload, t.span, u, accesses)
-        {
-            (false, f32::NAN)
-        } else {
-            // A first read computes the span's facts: the bound to keep, and the mass its
-            // evaluation would compute again (later reads rarely evaluate).
-            let (worst, mass) = if c.worst.is_nan() {
-                let f = span_facts(&self.workload, t.span);
-                (round_up(f.worst), f.mass)
-            } else {
-                (c.worst, f64::NAN)
-            };
-            let loaded = loaded_remembered(
-                &world,
-                &mut self.lookups,
-                t,
-                ia,
-                ib,
-                c.fresh,
-                &self.flushes.events[first_flush..],
-                u,
-                SpanFacts {
-                    worst: worst as f64,
-                    mass,
-                },
-            );
-            (loaded, worst)
-        };
-        if loaded {
-            if clear {
-                slot.get_mut().1 = Cleared {
-                    since: self.now,
-                    seq: self.seq,
-                    fresh: 0,
-                    worst,
-                };
-            } else {
-                slot.remove();
+        match reader.evaluate(k, target(bit, level, leaf, va), slot.get().1) {
+            Read::Loaded { worst } => {
+                if clear {
+                    slot.get_mut().1 = reader.recleared(worst);
+                } else {
+                    slot.remove();
+                }
+                (true, false, clear)
             }
-            (true, false, clear)
-        } else {
-            // Still clear: a clear now would change nothing (it keeps the freshness).
-            slot.get_mut().1 = Cleared {
-                since: self.now,
-                seq: self.seq,
-                fresh: self.flushes.fresh_after(c.fresh, t, first_flush),
-                worst,
-            };
-            (false, false, true)
+            Read::Clear(c) => {
+                slot.get_mut().1 = c;
+                (false, false, true)
+            }
         }
+    }
+
+    /// [`Self::read_entry`] of the entry of key `k` in the scanned table `i`.
+    fn read_scanned(&mut self, i: usize, k: u64, t: Target, clear: bool) -> (bool, bool, bool) {
+        let e = position(k);
+        let (mut reader, entries) = self.reader();
+        let table = entries.scanned.table_mut(i);
+        let Some(c) = table.get(e) else {
+            if dead_span(reader.workload, t.level, t.span.start) {
+                return self.read_dead(k, clear);
+            }
+            if clear {
+                table.set(e, Cleared::new(reader.now, reader.seq));
+            }
+            return (true, false, clear);
+        };
+        match reader.evaluate(k, t, c) {
+            Read::Loaded { worst } => {
+                if clear {
+                    table.set(e, reader.recleared(worst));
+                } else {
+                    table.remove(e);
+                }
+                (true, false, clear)
+            }
+            Read::Clear(c) => {
+                table.set(e, c);
+                (false, false, true)
+            }
+        }
+    }
+
+    /// [`Self::read_entry`] of the dead entry of key `k`.
+    fn read_dead(&mut self, k: u64, clear: bool) -> (bool, bool, bool) {
+        let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
+        if clear {
+            // One look at the dead set for the read and the clear.
+            return (!self.entries.dead_test_and_clear(k, u), true, true);
+        }
+        (!self.entries.dead_is_clear(k, u), true, false)
+    }
+
+    /// What reading a tracked entry needs, beside the entry stores to update.
+    fn reader(&mut self) -> (Reader<'_>, &mut EntryStore) {
+        (
+            Reader {
+                world: World {
+                    workload: &self.workload,
+                    caches: &self.caches,
+                    schedules: &self.schedules,
+                },
+                workload: &self.workload,
+                lookups: &mut self.lookups,
+                flushes: &self.flushes,
+                seed: self.seed,
+                now: self.now,
+                now_count: self.now_count,
+                seq: self.seq,
+                zones: self.zones,
+            },
+            &mut self.entries,
+        )
     }
 
     /// Marks a bit clear from now on.
@@ -378,16 +480,29 @@ impl StatEngine {
             self.entries.clear_dead(k);
             return;
         }
+        // A still-clear entry keeps the freshness `read` just brought up to date.
+        let (now, seq) = (self.now, self.seq);
+        let cleared = |c: Option<Cleared>| match c {
+            Some(c) => Cleared {
+                since: now,
+                seq,
+                ..c
+            },
+            None => Cleared::new(now, seq),
+        };
+        if let Some(i) = self.entries.scanned_table_of(k) {
+            let table = self.entries.scanned.table_mut(i);
+            table.set(position(k), cleared(table.get(position(k))));
+            return;
+        }
         use hashbrown::hash_table::Entry;
         match self.entries.cleared.entry(k) {
             Entry::Occupied(mut o) => {
-                // A still-clear entry keeps the freshness `read` just brought up to date.
                 let c = &mut o.get_mut().1;
-                c.since = self.now;
-                c.seq = self.seq;
+                *c = cleared(Some(*c));
             }
             Entry::Vacant(v) => {
-                v.insert((k, Cleared::new(self.now, self.seq)));
+                v.insert((k, cleared(None)));
                 self.entries.note_cleared(k);
             }
         }
@@ -468,6 +583,13 @@ impl Machine for StatEngine {
         }
     }
 
+    fn scan_table_accessed(&mut self, level: Level, start: u64, accessed: &mut [u64; 8]) -> u32 {
+        match self.scan_base_table(level, start, accessed) {
+            Some(set) => set,
+            None => scan_table_by_entry(self, level, start, accessed),
+        }
+    }
+
     fn flush(&mut self, what: Flush) {
         let kind = match what {
             Flush::All => Some(FlushKind::All),
@@ -538,7 +660,7 @@ impl Machine for StatEngine {
         self.split.remove(&(va >> 21));
         for (b, any) in set {
             if any {
-                self.entries.cleared.remove(key(b, Level::Pmd, block));
+                self.entries.remove(key(b, Level::Pmd, block));
             } else {
                 self.clear(b, Level::Pmd, block);
             }
@@ -649,7 +771,7 @@ mod tests {
     use tierscope_core::workload::{parse_masim, WorkloadSpec};
     use tierscope_core::{PageSize, PmuEvent};
 
-    fn engine(spec: &WorkloadSpec, threads: u32) -> StatEngine {
+    pub(super) fn engine(spec: &WorkloadSpec, threads: u32) -> StatEngine {
         let params = WorkloadParams {
             spec,
             rate: 1_000_000,
@@ -662,11 +784,10 @@ mod tests {
     }
 
     /// Every tracked entry (key, time, flush number, freshness), in key order.
-    fn tracked(e: &StatEngine) -> Vec<(u64, Nanos, u64, u8)> {
+    pub(super) fn tracked(e: &StatEngine) -> Vec<(u64, Nanos, u64, u8)> {
         let mut v: Vec<_> = e
             .entries
-            .cleared
-            .iter()
+            .tracked()
             .map(|(k, c)| (k, c.since, c.seq, c.fresh))
             .collect();
         v.sort_unstable();
@@ -676,7 +797,7 @@ mod tests {
     /// The operations two twin engines undergo alike in the tests below: `op` 0 lets a
     /// time below `max_dt` pass (drawn from `rng`), 1 flushes `va`'s page, 2 reads the
     /// entry (the answers must agree). False for any other `op`, which the test does itself.
-    fn twin_step(
+    pub(super) fn twin_step(
         (a, b): (&mut StatEngine, &mut StatEngine),
         op: u64,
         (level, va): (Level, u64),
@@ -906,7 +1027,7 @@ mod tests {
                     b.test_and_clear_accessed(level, va)
                 );
             }
-            assert_eq!(a.entries.cleared.len(), b.entries.cleared.len());
+            assert_eq!(a.entries.tracked_len(), b.entries.tracked_len());
         }
         assert_eq!(tracked(&a), tracked(&b));
     }
@@ -961,12 +1082,11 @@ mod tests {
         // facts were told by the zones (in the tails, about half the scans).
         let unknown = |e: &StatEngine| {
             e.entries
-                .cleared
-                .iter()
+                .tracked()
                 .filter(|(_, c)| c.worst.is_nan())
                 .count()
         };
-        let tracked_now = a.entries.cleared.len();
+        let tracked_now = a.entries.tracked_len();
         assert_eq!(unknown(&b), 0);
         assert!(
             unknown(&a) * 3 > tracked_now,

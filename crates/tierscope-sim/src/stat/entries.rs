@@ -4,7 +4,8 @@
 //! workload initialised all its memory. An entry not in [`EntryStore`] therefore reads as
 //! set. A cleared entry is tracked until a read finds it set again, then forgotten; what
 //! stays tracked is bounded by the memory the workload touches. Entries whose span no
-//! pattern ever touches are kept apart ([`super::dead`]).
+//! pattern ever touches are kept apart ([`super::dead`]), and so are those of tables a
+//! monitor reads whole ([`super::scanned`]).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -14,6 +15,7 @@ use tierscope_core::{Level, Nanos};
 use super::cleared::{ClearedTable, SlotMap};
 use super::dead::DeadEntries;
 use super::filter::KeyFilter;
+use super::scanned::{position, table_key, ScannedTables, TableEntries};
 
 /// A multiply-xorshift hasher for the u64 keys (the std SipHash is slower and its DoS
 /// resistance buys nothing here).
@@ -56,6 +58,9 @@ pub fn key(bit: Bit, level: Level, va: u64) -> u64 {
     ((bit == Bit::Dirty) as u64) << 63 | (level.index() as u64) << 58 | va >> level.span_shift()
 }
 
+/// The bits of an entry key that give its position in its page table.
+const TABLE_MASK: u64 = tierscope_core::machine::TABLE_ENTRIES - 1;
+
 /// A cleared entry: evaluated up to `since` (nothing loaded it before that), with the
 /// caches in `fresh` (bit mask, [`super::caches::RegionCaches`] indices) holding nothing
 /// for its span because of a flush since it was cleared.
@@ -90,6 +95,8 @@ pub struct EntryStore {
     /// Guards `cleared`: [`EntryStore::maybe_cleared`].
     cleared_filter: KeyFilter,
     dead: DeadEntries,
+    /// The tables read whole: their entries are there, not in `cleared`.
+    pub scanned: ScannedTables,
 }
 
 impl EntryStore {
@@ -133,11 +140,52 @@ impl EntryStore {
         ClearedTable::prefetch(map, key);
     }
 
+    /// The index in `scanned` of the table of entry key `k`, when it is kept there.
+    #[inline]
+    pub fn scanned_table_of(&self, k: u64) -> Option<usize> {
+        self.scanned.find(table_key(k))
+    }
+
+    /// Keeps the table of entry key `k` (not kept yet) in `scanned` from now on, with the
+    /// entries `cleared` held of it; returns its index there.
+    pub fn adopt_table(&mut self, k: u64) -> usize {
+        let first = k & !(TABLE_MASK);
+        let mut t = TableEntries::default();
+        for e in 0..=TABLE_MASK {
+            let k = first | e;
+            if self.maybe_cleared(k) {
+                if let Some(c) = self.cleared.remove(k) {
+                    t.set(e as usize, c);
+                }
+            }
+        }
+        self.scanned.add(table_key(k), t)
+    }
+
+    /// Forgets the cleared entry `k`, wherever it is kept; returns what it held.
+    pub fn remove(&mut self, k: u64) -> Option<Cleared> {
+        match self.scanned_table_of(k) {
+            Some(i) => self.scanned.table_mut(i).remove(position(k)),
+            None => self.cleared.remove(k),
+        }
+    }
+
+    /// Every tracked entry (dead ones aside), by key, in no order.
+    pub fn tracked(&self) -> impl Iterator<Item = (u64, &Cleared)> + '_ {
+        self.cleared.iter().chain(self.scanned.iter())
+    }
+
+    /// How many entries [`Self::tracked`] lists.
+    pub fn tracked_len(&self) -> usize {
+        self.cleared.len() + self.scanned.len()
+    }
+
     /// Approximate bytes held (for memory reports).
     pub fn memory_bytes(&self) -> usize {
         self.cleared.capacity() * (8 + std::mem::size_of::<Cleared>() + 1)
             + self.cleared_filter.memory_bytes()
             + self.dead.memory_bytes()
+            + self.scanned.memory_bytes()
     }
 }
 

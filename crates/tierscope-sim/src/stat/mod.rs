@@ -8,7 +8,8 @@
 //! - [`caches`]: TLB and paging-structure-cache miss probabilities per pattern;
 //! - [`walks`]: the probability that a cleared entry was loaded by a walk;
 //! - [`entries`]: the sparse store of cleared entries ([`cleared`] their table), [`dead`]
-//!   the ones no access can set again, [`filter`] the filter in front of their tables;
+//!   the ones no access can set again, [`filter`] the filter in front of their tables,
+//!   [`scanned`] those of page tables monitors read whole;
 //! - [`truth`]: the ground truth from expected access counts;
 //! - [`pmu`]: PEBS-like samples;
 //! - [`nemo`]: memory-controller telemetry's expected counts;
@@ -23,6 +24,7 @@ pub mod entries;
 pub mod filter;
 pub mod nemo;
 pub mod pmu;
+pub mod scanned;
 pub mod truth;
 pub mod walks;
 

@@ -1,0 +1,183 @@
+//! A whole page table's ACCESSED bits read at once ([`Machine::scan_table_accessed`]):
+//! split-hint's page mode reads 512 leaf entries per table every window, one window after
+//! the last, by then out of the host's caches. Read entry by entry, each entry was a
+//! filter word and a hash-table probe at a random place, twice for those found set (the
+//! read, then the test-and-clear); here the table's entries are one array
+//! ([`super::super::scanned`]) read front to back, and the answers and counts are those
+//! of [`scan_table_by_entry`].
+//!
+//! [`Machine::scan_table_accessed`]: tierscope_core::Machine::scan_table_accessed
+//! [`scan_table_by_entry`]: tierscope_core::machine::scan_table_by_entry
+
+use tierscope_core::machine::TABLE_ENTRIES;
+use tierscope_core::Level;
+
+use super::{dead_span, key, position, target, Bit, Cleared, StatEngine, Target};
+
+impl StatEngine {
+    /// [`tierscope_core::Machine::scan_table_accessed`] of a table of base pages that
+    /// lies inside one mapping (every entry exists, under a 4 KiB leaf), from its entry
+    /// block; `None`, having done nothing, for any other table.
+    pub(super) fn scan_base_table(
+        &mut self,
+        level: Level,
+        start: u64,
+        accessed: &mut [u64; 8],
+    ) -> Option<u32> {
+        let span = level.span() * TABLE_ENTRIES;
+        if level != Level::Pte || !start.is_multiple_of(span) {
+            return None;
+        }
+        let m = self.mapping_of(start)?;
+        if m.range.end - start < span || self.leaf_in(m, start) != Level::Pte {
+            return None;
+        }
+        let (leaf, steps) = self.locate(level, start)?;
+        let first = key(Bit::Accessed, level, start);
+        let i = match self.entries.scanned_table_of(first) {
+            Some(i) => i,
+            None => self.entries.adopt_table(first),
+        };
+        *accessed = [0; 8];
+        let mut set = 0;
+        for e in 0..TABLE_ENTRIES {
+            let va = start + e * level.span();
+            if self.scan_entry(i, first | e, target(Bit::Accessed, level, leaf, va)) {
+                accessed[(e / 64) as usize] |= 1 << (e % 64);
+                set += 1;
+            }
+        }
+        // A read of every entry and a test-and-clear of each set one, all under one
+        // descent of the walk (the first entry's, with its test-and-clear when set).
+        let c = &mut self.cost;
+        c.entries_read += TABLE_ENTRIES + set;
+        c.walk_steps += steps as u64 * (1 + (accessed[0] & 1));
+        c.clear_ops += set;
+        c.bits_cleared += set;
+        Some(set as u32)
+    }
+
+    /// A read of the entry of key `k` in the scanned table `i`, then, when it was set, a
+    /// test-and-clear; returns the read's answer (the test-and-clear's too).
+    fn scan_entry(&mut self, i: usize, k: u64, t: Target) -> bool {
+        let e = position(k);
+        if self.entries.scanned.table(i).get(e).is_some() {
+            // Found set, it is cleared again in place: the state of forgetting it and
+            // clearing it anew, but for its span's bound, which it keeps.
+            return self.read_scanned(i, k, t, true).0;
+        }
+        if dead_span(&self.workload, t.level, t.span.start) {
+            // Only a set entry is tested and cleared: a clear one's test-and-clear would
+            // move it within the dead set.
+            let set = self.read_dead(k, false).0;
+            if set {
+                self.read_dead(k, true);
+            }
+            return set;
+        }
+        // Untracked and reachable: it reads set, and is cleared now.
+        let cleared = Cleared::new(self.now, self.seq);
+        self.entries.scanned.table_mut(i).set(e, cleared);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{engine, tracked, twin_step};
+    use super::*;
+    use tierscope_core::machine::scan_table_by_entry;
+    use tierscope_core::rng::Rng;
+    use tierscope_core::workload::{parse_masim, Density};
+    use tierscope_core::{Flush, Machine};
+
+    #[test]
+    fn a_whole_table_read_answers_as_its_entries_read_one_by_one() {
+        // Two engines of one seed under the same random operations: scans of whole tables
+        // (base-page tables of a hot region, of a gaussian's centre and tails, of a region
+        // no access reaches, and tables the fast path leaves to the entry-by-entry read:
+        // upper levels, a table half outside the mappings), single reads and
+        // test-and-clears of their entries, flushes and time. One scans with
+        // `scan_table_accessed`, the other entry by entry. Every answer, every count and
+        // every tracked entry (key, time, flush number, freshness) agree.
+        let mut spec = parse_masim(
+            "cold, 64MiB\nhot, 16MiB\ng, 1GiB\n\np\n1000\nhot, 1, 4096, 1, rw\ng, 1, 4096, 1, rw\n",
+        )
+        .unwrap();
+        spec.phases[0].patterns[1].density = Density::Gaussian {
+            mean: 0.5,
+            sigma: 0.004,
+        };
+        let (mut a, mut b) = (engine(&spec, 1), engine(&spec, 1));
+        let starts = a.layout.region_starts.clone();
+        let (cold, hot, g) = (starts[0], starts[1], starts[2]);
+        let sigma = (0.004 * (1u64 << 30) as f64) as u64;
+        let centre = g + (1 << 29);
+        let two_mib = 2 << 20;
+        let mut tables = vec![
+            (Level::Pte, cold + 3 * two_mib),
+            (Level::Pte, hot),
+            (Level::Pte, hot + 5 * two_mib),
+            (Level::Pte, Level::Pmd.align_down(centre)),
+            (Level::Pte, Level::Pmd.align_down(centre + 3 * sigma)),
+            (Level::Pte, Level::Pmd.align_down(centre - 12 * sigma)),
+            (Level::Pte, Level::Pmd.align_down(centre + 60 * sigma)),
+            (Level::Pmd, Level::Pud.align_down(hot)),
+            // The heap ends 2 MiB below the libraries: a table with no mapping.
+            (Level::Pte, a.layout.heap.end),
+        ];
+        tables.push((Level::Pte, tables[3].1 + two_mib));
+        let mut rng = Rng::new(17);
+        let mut t = 0;
+        let (mut set, mut clear) = (0, 0);
+        for _ in 0..600 {
+            let (level, start) = tables[rng.below(tables.len() as u64) as usize];
+            let va = start + rng.below(512) * level.span();
+            let op = rng.below(7);
+            if twin_step(
+                (&mut a, &mut b),
+                op,
+                (level, va),
+                (&mut t, &mut rng, 40_000_000),
+            ) {
+                continue;
+            }
+            match op {
+                3 | 4 => {
+                    let (mut got, mut want) = ([0; 8], [0; 8]);
+                    let n = a.scan_table_accessed(level, start, &mut got);
+                    assert_eq!(n, scan_table_by_entry(&mut b, level, start, &mut want));
+                    assert_eq!(got, want);
+                    assert_eq!(n, got.iter().map(|w| w.count_ones()).sum::<u32>());
+                    set += n;
+                    clear += 512 - n;
+                }
+                5 => assert_eq!(
+                    a.test_and_clear_accessed(level, va),
+                    b.test_and_clear_accessed(level, va)
+                ),
+                _ => {
+                    let all = rng.below(4) == 0;
+                    let what = if all { Flush::All } else { Flush::Page(va) };
+                    a.flush(what);
+                    b.flush(what);
+                }
+            }
+            assert_eq!(a.cost, b.cost);
+            assert_eq!(tracked(&a), tracked(&b));
+        }
+        // The fast path took the base-page tables in mappings (and only they are kept
+        // whole), and both answers were common.
+        assert_eq!(a.entries.scanned.find(0), None);
+        let kept = tables
+            .iter()
+            .filter(|&&(level, start)| {
+                a.entries
+                    .scanned_table_of(key(Bit::Accessed, level, start))
+                    .is_some()
+            })
+            .count();
+        assert_eq!(kept, 8);
+        assert!(set > 2_000 && clear > 20_000, "{set} set, {clear} clear");
+    }
+}
