@@ -18,8 +18,8 @@ use super::nemo::StatNemo;
 use super::pmu::Pmu;
 use super::scanned::position;
 use super::walks::{
-    loaded_remembered, span_facts, unloaded_by_zones, FlushEvent, FlushKind, FlushLog, SpanFacts,
-    Target, World,
+    load_bound, loaded_remembered, span_facts, unloaded_by_zones, FlushEvent, FlushKind, FlushLog,
+    SpanFacts, Target, World,
 };
 use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
@@ -135,7 +135,10 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     /// Whether a walk loaded the entry of key `k`, `t`, cleared as `c`, since then.
-    fn evaluate(&mut self, k: u64, t: Target, c: Cleared) -> Read {
+    /// `mass` is where the span's mass is kept for the next reads (NaN: not known, or
+    /// no single one, [`SpanFacts::mass`]): read only by an evaluation, written by a
+    /// first read, which computes it.
+    fn evaluate(&mut self, k: u64, t: Target, c: Cleared, mass: &mut f64) -> Read {
         let first_flush = self.flushes.first_after(c.seq);
         let (ia, ib) = (self.workload.count_at(c.since), self.now_count);
         let u = unit(mix64(
@@ -152,26 +155,31 @@ impl Reader<'_> {
         } else {
             // A first read computes the span's facts: the bound to keep, and the mass its
             // evaluation would compute again (later reads rarely evaluate).
-            let (worst, mass) = if c.worst.is_nan() {
+            let worst = if c.worst.is_nan() {
                 let f = span_facts(self.workload, t.span);
-                (round_up(f.worst), f.mass)
+                *mass = f.mass;
+                round_up(f.worst)
             } else {
-                (c.worst, f64::NAN)
+                c.worst
             };
-            let loaded = loaded_remembered(
-                &self.world,
-                self.lookups,
-                t,
-                ia,
-                ib,
-                c.fresh,
-                &self.flushes.events[first_flush..],
-                u,
-                SpanFacts {
-                    worst: worst as f64,
-                    mass,
-                },
-            );
+            // `loaded_remembered`'s own first test, here so that `mass` is only read
+            // when the interval is evaluated (a NaN bound bounds nothing).
+            let unloaded_by_bound = u >= load_bound(worst as f64, accesses);
+            let loaded = !unloaded_by_bound
+                && loaded_remembered(
+                    &self.world,
+                    self.lookups,
+                    t,
+                    ia,
+                    ib,
+                    c.fresh,
+                    &self.flushes.events[first_flush..],
+                    u,
+                    SpanFacts {
+                        worst: worst as f64,
+                        mass: *mass,
+                    },
+                );
             (loaded, worst)
         };
         if loaded {
@@ -388,7 +396,9 @@ impl StatEngine {
             }
             return (true, false, false);
         };
-        match reader.evaluate(k, target(bit, level, leaf, va), slot.get().1) {
+        // The per-entry table keeps no mass: a first read hands it to its evaluation.
+        let mut mass = f64::NAN;
+        match reader.evaluate(k, target(bit, level, leaf, va), slot.get().1, &mut mass) {
             Read::Loaded { worst } => {
                 if clear {
                     slot.get_mut().1 = reader.recleared(worst);
@@ -418,7 +428,7 @@ impl StatEngine {
             }
             return (true, false, clear);
         };
-        match reader.evaluate(k, t, c) {
+        match reader.evaluate(k, t, c, table.mass_mut(e)) {
             Read::Loaded { worst } => {
                 if clear {
                     table.set(e, reader.recleared(worst));

@@ -6,7 +6,8 @@
 //! runs of buckets at random places, with their control bytes and filter words
 //! elsewhere: on this VM (4 KiB host pages) reading a table touched some two dozen pages,
 //! each a TLB miss with a nested walk, and the scan read them again a window later, out
-//! of the caches. Here a table is one 12 KiB array read front to back.
+//! of the caches. Here a table is one 12 KiB array read front to back (and its spans'
+//! masses, 4 KiB, read where an evaluation needs them).
 //!
 //! An entry is in at most one place: once a table is here, all its entries are (the
 //! per-entry table's were moved in when it came), and every read or clear of one of them
@@ -37,6 +38,11 @@ pub struct TableEntries {
     /// Bit `e % 64` of word `e / 64`: entry `e` is tracked (cleared, `entries[e]`).
     tracked: [u64; 8],
     entries: Box<[Cleared]>,
+    /// Each entry's [`super::walks::SpanFacts::mass`] once a read computed it (NaN
+    /// before, or when the span has no single mass): a function of the span alone, so it
+    /// stays valid for the run whatever the entry's state, and spares the evaluations of
+    /// a gaussian's entries three exponentials each.
+    mass: Box<[f64]>,
 }
 
 impl Default for TableEntries {
@@ -44,6 +50,7 @@ impl Default for TableEntries {
         TableEntries {
             tracked: [0; 8],
             entries: vec![Cleared::new(0, 0); ENTRIES].into_boxed_slice(),
+            mass: vec![f64::NAN; ENTRIES].into_boxed_slice(),
         }
     }
 }
@@ -68,6 +75,12 @@ impl TableEntries {
         let c = self.get(e);
         self.tracked[e / 64] &= !(1 << (e % 64));
         c
+    }
+
+    /// Where entry `e`'s span's mass is kept.
+    #[inline]
+    pub fn mass_mut(&mut self, e: usize) -> &mut f64 {
+        &mut self.mass[e]
     }
 
     /// How many entries are tracked.
@@ -144,7 +157,7 @@ impl ScannedTables {
     /// Approximate bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.tables.capacity() * std::mem::size_of::<TableEntries>()
-            + self.tables.len() * ENTRIES * std::mem::size_of::<Cleared>()
+            + self.tables.len() * ENTRIES * (std::mem::size_of::<Cleared>() + 8)
             + self.index.capacity() * 13
     }
 }
