@@ -180,6 +180,39 @@ pub const FLUSH_CEILING_PAGES: u64 = 33;
 /// Entries per page table (x86-64, every level).
 pub const TABLE_ENTRIES: u64 = 512;
 
+/// Calls `f` with each entry number `k` whose bit `which` sets (bit `k % 64` of word
+/// `k / 64`), in increasing order.
+#[inline]
+pub fn for_each_selected(which: &[u64; 8], mut f: impl FnMut(u64)) {
+    for (w, &word) in which.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            f(w as u64 * 64 + bits.trailing_zeros() as u64);
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// [`Machine::table_entries_accessed`] one entry at a time.
+pub fn table_entries_by_entry<M: Machine + ?Sized>(
+    m: &mut M,
+    level: Level,
+    start: u64,
+    (which, clear): (&[u64; 8], bool),
+    old: &mut [u64; 8],
+) {
+    *old = [0; 8];
+    for_each_selected(which, |k| {
+        let va = start + k * level.span();
+        let set = if clear {
+            m.test_and_clear_accessed(level, va)
+        } else {
+            m.accessed(level, va)
+        };
+        old[(k / 64) as usize] |= (set.unwrap_or(false) as u64) << (k % 64);
+    });
+}
+
 /// [`Machine::scan_table_accessed`] one entry at a time: [`Machine::accessed`] of each
 /// entry, then [`Machine::test_and_clear_accessed`] of each found set; the walk's steps
 /// are counted for the first entry only.
@@ -265,6 +298,24 @@ pub trait Machine {
     /// whole table at once.
     fn scan_table_accessed(&mut self, level: Level, start: u64, accessed: &mut [u64; 8]) -> u32 {
         scan_table_by_entry(self, level, start, accessed)
+    }
+
+    /// Reads (with `clear`: tests and clears) the ACCESSED bits of the entries that
+    /// `which` selects (bit `k % 64` of word `k / 64`: entry `k`, mapping `start + k *
+    /// level.span()`) of the page table at `level` whose span starts at `start`, in entry
+    /// order, and sets each one's bit in `old` (cleared first) when it was set; an entry
+    /// that does not exist reads clear. Every answer and count is that of
+    /// [`Machine::accessed`] (or [`Machine::test_and_clear_accessed`]) of each entry in
+    /// turn, the default; an engine may answer a table's entries at once.
+    fn table_entries_accessed(
+        &mut self,
+        level: Level,
+        start: u64,
+        which: &[u64; 8],
+        clear: bool,
+        old: &mut [u64; 8],
+    ) {
+        table_entries_by_entry(self, level, start, (which, clear), old);
     }
 
     /// The PMU, when the machine has one ([`Capability::Pmu`]).

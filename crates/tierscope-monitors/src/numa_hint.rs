@@ -21,6 +21,7 @@
 
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
+use tierscope_core::machine::{for_each_selected, TABLE_ENTRIES};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
@@ -174,12 +175,11 @@ impl NumaHintMonitor {
                 }),
                 None => off_top.push(r),
             }
+            let mut old = [0; 8];
             for run in off_top {
-                let mut va = leaf.align_down(run.start);
-                while va < run.end {
-                    m.test_and_clear_accessed(leaf, va);
-                    va += leaf.span();
-                }
+                for_each_table(leaf, run, |table, which| {
+                    m.table_entries_accessed(leaf, table, which, true, &mut old);
+                });
                 m.flush(Flush::Range {
                     start: run.start,
                     end: run.end,
@@ -194,26 +194,51 @@ impl NumaHintMonitor {
     fn check(m: &mut dyn Machine, p: &Pending) -> Vec<RegionReport> {
         let mut out: Vec<RegionReport> = vec![];
         let mut faults = 0;
+        let mut old = [0; 8];
         for &(run, leaf) in &p.runs {
-            let mut va = leaf.align_down(run.start);
-            while va < run.end {
-                let hit = m.accessed(leaf, va).unwrap_or(false);
-                faults += hit as u64;
-                let (s, e) = (va.max(run.start), (va + leaf.span()).min(run.end));
-                match out.last_mut() {
-                    Some(last) if last.end == s && (last.nr_accesses == 1) == hit => last.end = e,
-                    _ => out.push(RegionReport {
-                        start: s,
-                        end: e,
-                        nr_accesses: hit as u32,
-                        age: 0,
-                    }),
-                }
-                va += leaf.span();
-            }
+            for_each_table(leaf, run, |table, which| {
+                m.table_entries_accessed(leaf, table, which, false, &mut old);
+                for_each_selected(which, |k| {
+                    let va = table + k * leaf.span();
+                    let hit = old[(k / 64) as usize] >> (k % 64) & 1 == 1;
+                    faults += hit as u64;
+                    let (s, e) = (va.max(run.start), (va + leaf.span()).min(run.end));
+                    match out.last_mut() {
+                        Some(last) if last.end == s && (last.nr_accesses == 1) == hit => {
+                            last.end = e
+                        }
+                        _ => out.push(RegionReport {
+                            start: s,
+                            end: e,
+                            nr_accesses: hit as u32,
+                            age: 0,
+                        }),
+                    }
+                });
+            });
         }
         m.cost_mut().charge(&HINT_FAULTS, faults);
         out
+    }
+}
+
+/// Calls `f` with each page table at `leaf` holding leaf entries of `run` (the entries
+/// from the one over `run.start` up to `run.end`), and which of its entries those are
+/// ([`Machine::table_entries_accessed`]'s selection), in address order.
+fn for_each_table(leaf: Level, run: AddrRange, mut f: impl FnMut(u64, &[u64; 8])) {
+    let step = leaf.span();
+    let table_span = step * TABLE_ENTRIES;
+    let mut va = leaf.align_down(run.start);
+    while va < run.end {
+        let table = va & !(table_span - 1);
+        let end = run.end.min(table + table_span);
+        let mut which = [0; 8];
+        while va < end {
+            let k = (va - table) / step;
+            which[(k / 64) as usize] |= 1 << (k % 64);
+            va += step;
+        }
+        f(table, &which);
     }
 }
 
@@ -262,6 +287,31 @@ mod tests {
     use super::*;
     use tierscope_core::testing::FakeMachine;
     use tierscope_core::PageSize;
+
+    #[test]
+    fn tables_of_a_run_hold_its_entries_in_order() {
+        // Runs of every length and alignment, within a table and across several, of
+        // base and huge pages: the tables' selected entries, in turn, are the entries
+        // from the one over the run's start up to its end, each once, in order.
+        let mut rng = tierscope_core::rng::Rng::new(6);
+        for _ in 0..2_000 {
+            let leaf = [Level::Pte, Level::Pmd][rng.below(2) as usize];
+            let start = (1 << 40) + rng.below(3 << 30);
+            let run = AddrRange::new(start, start + 1 + rng.below(6 << 20));
+            let mut want = vec![];
+            let mut va = leaf.align_down(run.start);
+            while va < run.end {
+                want.push(va);
+                va += leaf.span();
+            }
+            let mut got = vec![];
+            for_each_table(leaf, run, |table, which| {
+                assert_eq!(table % (leaf.span() * TABLE_ENTRIES), 0);
+                for_each_selected(which, |k| got.push(table + k * leaf.span()));
+            });
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn reports_pages_touched_within_the_threshold_batch_by_batch() {

@@ -30,7 +30,7 @@ use crate::telescope::{TelescopeConfig, TelescopeProbe, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
-use tierscope_core::machine::{FLUSH_CEILING_PAGES, TABLE_ENTRIES};
+use tierscope_core::machine::{for_each_selected, FLUSH_CEILING_PAGES, TABLE_ENTRIES};
 use tierscope_core::rng::Rng;
 use tierscope_core::units::{Duration, NS_PER_MS};
 use tierscope_core::FeedKind;
@@ -554,14 +554,7 @@ fn scan_table(
     cleared: &mut Vec<u64>,
 ) -> u32 {
     let set = m.scan_table_accessed(leaf, start, accessed);
-    for (w, &word) in accessed.iter().enumerate() {
-        let mut bits = word;
-        while bits != 0 {
-            let k = w as u64 * 64 + bits.trailing_zeros() as u64;
-            cleared.push(start + k * leaf.span());
-            bits &= bits - 1;
-        }
-    }
+    for_each_selected(accessed, |k| cleared.push(start + k * leaf.span()));
     set
 }
 

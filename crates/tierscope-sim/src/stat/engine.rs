@@ -25,7 +25,7 @@ use crate::config::SimMachine;
 use crate::layout::{lay_out, Layout};
 use crate::tiers::TierState;
 use crate::WorkloadParams;
-use tierscope_core::machine::{scan_table_by_entry, FLUSH_CEILING_PAGES};
+use tierscope_core::machine::{scan_table_by_entry, table_entries_by_entry, FLUSH_CEILING_PAGES};
 use tierscope_core::memtel::MemTelemetry;
 use tierscope_core::rng::{mix64, Rng};
 use tierscope_core::tiers::{TierSetup, Tiers};
@@ -597,6 +597,22 @@ impl Machine for StatEngine {
         match self.scan_base_table(level, start, accessed) {
             Some(set) => set,
             None => scan_table_by_entry(self, level, start, accessed),
+        }
+    }
+
+    fn table_entries_accessed(
+        &mut self,
+        level: Level,
+        start: u64,
+        which: &[u64; 8],
+        clear: bool,
+        old: &mut [u64; 8],
+    ) {
+        if self
+            .base_table_entries(level, start, (which, clear), old)
+            .is_none()
+        {
+            table_entries_by_entry(self, level, start, (which, clear), old);
         }
     }
 

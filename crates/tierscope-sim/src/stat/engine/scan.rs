@@ -9,7 +9,7 @@
 //! [`Machine::scan_table_accessed`]: tierscope_core::Machine::scan_table_accessed
 //! [`scan_table_by_entry`]: tierscope_core::machine::scan_table_by_entry
 
-use tierscope_core::machine::TABLE_ENTRIES;
+use tierscope_core::machine::{for_each_selected, TABLE_ENTRIES};
 use tierscope_core::Level;
 
 use super::{dead_span, key, position, target, Bit, Cleared, StatEngine, Target};
@@ -24,15 +24,7 @@ impl StatEngine {
         start: u64,
         accessed: &mut [u64; 8],
     ) -> Option<u32> {
-        let span = level.span() * TABLE_ENTRIES;
-        if level != Level::Pte || !start.is_multiple_of(span) {
-            return None;
-        }
-        let m = self.mapping_of(start)?;
-        if m.range.end - start < span || self.leaf_in(m, start) != Level::Pte {
-            return None;
-        }
-        let (leaf, steps) = self.locate(level, start)?;
+        let (leaf, steps) = self.base_table(level, start)?;
         let first = key(Bit::Accessed, level, start);
         let i = match self.entries.scanned_table_of(first) {
             Some(i) => i,
@@ -55,6 +47,58 @@ impl StatEngine {
         c.clear_ops += set;
         c.bits_cleared += set;
         Some(set as u32)
+    }
+
+    /// [`tierscope_core::Machine::table_entries_accessed`] of a table of base pages inside
+    /// one mapping that is kept whole, or that some access reaches (NUMA hinting's scan
+    /// clears runs of pages and reads them a second later: a table no access reaches
+    /// stays in the dead set, entry by entry), from its entry block; `None`, having done
+    /// nothing, for any other table.
+    pub(super) fn base_table_entries(
+        &mut self,
+        level: Level,
+        start: u64,
+        (which, clear): (&[u64; 8], bool),
+        old: &mut [u64; 8],
+    ) -> Option<()> {
+        let (leaf, steps) = self.base_table(level, start)?;
+        let first = key(Bit::Accessed, level, start);
+        let i = match self.entries.scanned_table_of(first) {
+            Some(i) => i,
+            None if dead_span(&self.workload, Level::Pmd, start) => return None,
+            None => self.entries.adopt_table(first),
+        };
+        *old = [0; 8];
+        for_each_selected(which, |e| {
+            let va = start + e * level.span();
+            // As `accessed` or `test_and_clear_accessed` of the entry: a test-and-clear
+            // leaves every entry of a kept table tracked or dead, so it clears in place.
+            let set = self
+                .read_scanned(i, first | e, target(Bit::Accessed, level, leaf, va), clear)
+                .0;
+            if clear {
+                self.cost.charge_test_and_clear(steps as u64, set);
+            } else {
+                self.cost.charge_read(steps as u64);
+            }
+            old[(e / 64) as usize] |= (set as u64) << (e % 64);
+        });
+        Some(())
+    }
+
+    /// The leaf level and the walk's steps of the entries of the table at `level` from
+    /// `start`, when it is a table of base pages inside one mapping (all its entries
+    /// exist, under 4 KiB leaves).
+    fn base_table(&self, level: Level, start: u64) -> Option<(Level, u32)> {
+        let span = level.span() * TABLE_ENTRIES;
+        if level != Level::Pte || !start.is_multiple_of(span) {
+            return None;
+        }
+        let m = self.mapping_of(start)?;
+        if m.range.end - start < span || self.leaf_in(m, start) != Level::Pte {
+            return None;
+        }
+        self.locate(level, start)
     }
 
     /// A read of the entry of key `k` in the scanned table `i`, then, when it was set, a
@@ -86,20 +130,21 @@ impl StatEngine {
 mod tests {
     use super::super::tests::{engine, tracked, twin_step};
     use super::*;
-    use tierscope_core::machine::scan_table_by_entry;
+    use tierscope_core::machine::{scan_table_by_entry, table_entries_by_entry};
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::{parse_masim, Density};
     use tierscope_core::{Flush, Machine};
 
     #[test]
     fn a_whole_table_read_answers_as_its_entries_read_one_by_one() {
-        // Two engines of one seed under the same random operations: scans of whole tables
-        // (base-page tables of a hot region, of a gaussian's centre and tails, of a region
-        // no access reaches, and tables the fast path leaves to the entry-by-entry read:
-        // upper levels, a table half outside the mappings), single reads and
-        // test-and-clears of their entries, flushes and time. One scans with
-        // `scan_table_accessed`, the other entry by entry. Every answer, every count and
-        // every tracked entry (key, time, flush number, freshness) agree.
+        // Two engines of one seed under the same random operations: scans of whole tables,
+        // reads or test-and-clears of some of their entries at once (base-page tables of a
+        // hot region, of a gaussian's centre and tails, of a region no access reaches, and
+        // tables the fast paths leave to the entry-by-entry read: upper levels, a table
+        // with no mapping), single reads and test-and-clears of their entries, flushes and
+        // time. One uses `scan_table_accessed` and `table_entries_accessed`, the other
+        // reads entry by entry. Every answer, every count and every tracked entry (key,
+        // time, flush number, freshness) agree.
         let mut spec = parse_masim(
             "cold, 64MiB\nhot, 16MiB\ng, 1GiB\n\np\n1000\nhot, 1, 4096, 1, rw\ng, 1, 4096, 1, rw\n",
         )
@@ -129,11 +174,11 @@ mod tests {
         tables.push((Level::Pte, tables[3].1 + two_mib));
         let mut rng = Rng::new(17);
         let mut t = 0;
-        let (mut set, mut clear) = (0, 0);
+        let (mut set, mut clear, mut selected) = (0, 0, 0);
         for _ in 0..600 {
             let (level, start) = tables[rng.below(tables.len() as u64) as usize];
             let va = start + rng.below(512) * level.span();
-            let op = rng.below(7);
+            let op = rng.below(9);
             if twin_step(
                 (&mut a, &mut b),
                 op,
@@ -156,6 +201,24 @@ mod tests {
                     a.test_and_clear_accessed(level, va),
                     b.test_and_clear_accessed(level, va)
                 ),
+                7 | 8 => {
+                    // Some of the table's entries, a run or scattered, tested and cleared
+                    // or read.
+                    let mut which = [0u64; 8];
+                    let (from, len) = (rng.below(512), 1 + rng.below(512));
+                    for e in from..(from + len).min(512) {
+                        if op == 7 || rng.below(3) == 0 {
+                            which[(e / 64) as usize] |= 1 << (e % 64);
+                        }
+                    }
+                    let clear = rng.below(2) == 0;
+                    let (mut got, mut want) = ([0; 8], [0; 8]);
+                    a.table_entries_accessed(level, start, &which, clear, &mut got);
+                    table_entries_by_entry(&mut b, level, start, (&which, clear), &mut want);
+                    assert_eq!(got, want);
+                    assert!(got.iter().zip(&which).all(|(g, w)| g & !w == 0));
+                    selected += 1;
+                }
                 _ => {
                     let all = rng.below(4) == 0;
                     let what = if all { Flush::All } else { Flush::Page(va) };
@@ -179,5 +242,6 @@ mod tests {
             .count();
         assert_eq!(kept, 8);
         assert!(set > 2_000 && clear > 20_000, "{set} set, {clear} clear");
+        assert!(selected > 100, "{selected}");
     }
 }
