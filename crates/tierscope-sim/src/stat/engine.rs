@@ -363,6 +363,9 @@ impl StatEngine {
         if let Some(i) = self.entries.scanned_table_of(k) {
             return self.read_scanned(i, k, target(bit, level, leaf, va), clear);
         }
+        if !self.entries.maybe_cleared(k) {
+            return self.read_untracked(k, level, va, clear);
+        }
         let (mut reader, entries) = self.reader();
         // One probe of the table: the entry is read, then updated or removed in place;
         // for a test-and-clear of an entry the table may hold but does not, the probe
@@ -370,9 +373,7 @@ impl StatEngine {
         // too full to rule them out).
         // Whether the entry is dead, when the probe had to ask (asked once).
         let mut dead = None;
-        let slot = if !entries.maybe_cleared(k) {
-            None
-        } else if clear {
+        let slot = if clear {
             use hashbrown::hash_table::Entry;
             match entries.cleared.entry(k) {
                 Entry::Occupied(o) => Some(o),
@@ -391,10 +392,10 @@ impl StatEngine {
             entries.cleared.find(k)
         };
         let Some(mut slot) = slot else {
-            if dead.unwrap_or_else(|| self.is_dead(level, va)) {
+            if dead == Some(true) {
                 return self.read_dead(k, clear);
             }
-            return (true, false, false);
+            return self.read_untracked(k, level, va, clear);
         };
         // The per-entry table keeps no mass: a first read hands it to its evaluation.
         let mut mass = f64::NAN;
@@ -444,7 +445,18 @@ impl StatEngine {
         }
     }
 
+    /// [`Self::read_entry`] of the entry of key `k` at `level` over `va`, which the
+    /// per-entry table does not hold: set, unless it is dead.
+    #[inline]
+    fn read_untracked(&mut self, k: u64, level: Level, va: u64, clear: bool) -> (bool, bool, bool) {
+        if self.is_dead(level, va) {
+            return self.read_dead(k, clear);
+        }
+        (true, false, false)
+    }
+
     /// [`Self::read_entry`] of the dead entry of key `k`.
+    #[inline]
     fn read_dead(&mut self, k: u64, clear: bool) -> (bool, bool, bool) {
         let u = unit(mix64(self.seed ^ mix64(k ^ 0xdead)));
         if clear {
