@@ -31,6 +31,17 @@ pub struct RegionDensity {
     model: Model,
 }
 
+/// [`RegionDensity::spread`]: how a density changes over a range's strata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spread {
+    /// Alike within a stratum (uniform; a gaussian at least two strata wide per sigma).
+    Gentle,
+    /// A gaussian narrower than that, whose densest offset in the range is this one.
+    Peaked(u64),
+    /// Hot pages among cold ones (hotspots, scrambled zipf) or a steep head (zipf).
+    Rough,
+}
+
 #[derive(Debug, Clone)]
 enum Model {
     Uniform,
@@ -90,11 +101,18 @@ impl RegionDensity {
         matches!(self.model, Model::Uniform)
     }
 
-    /// Whether neighbouring pages' masses differ little (uniform, gaussian), so that a few
-    /// pages spread over a range stand for all of its pages; not so for hotspots and
-    /// scrambled zipf (hot pages scattered among cold ones) nor zipf (a steep head).
-    pub fn is_smooth(&self) -> bool {
-        matches!(self.model, Model::Uniform | Model::Gaussian(_))
+    /// How the density changes over the offsets `[lo, hi)` cut into strata of `stratum`
+    /// bytes: whether a few points spread over the strata stand for all of its pages.
+    pub fn spread(&self, lo: u64, hi: u64, stratum: u64) -> Spread {
+        match &self.model {
+            Model::Uniform => Spread::Gentle,
+            // Within half a sigma the density changes by at most a factor e^(z/2 + 1/8).
+            Model::Gaussian(g) if 2.0 * stratum as f64 <= g.sigma => Spread::Gentle,
+            Model::Gaussian(g) => {
+                Spread::Peaked((g.mu.max(0.0) as u64).clamp(lo, hi.saturating_sub(1).max(lo)))
+            }
+            _ => Spread::Rough,
+        }
     }
 
     /// Bytes of the region.

@@ -9,7 +9,7 @@ pub mod masim;
 pub mod spec;
 pub mod trace;
 
-pub use density::{normal_mass, RegionDensity, DENSITY_PAGE};
+pub use density::{normal_mass, RegionDensity, Spread, DENSITY_PAGE};
 pub use kv::{GupsSpec, KvSpec};
 pub use masim::parse_masim;
 pub use spec::{

@@ -10,38 +10,51 @@
 //! that is Binomial(`S`, `p`) for `S` intervals and the mean `p` over entries and
 //! intervals.
 //!
-//! Where the workload's densities over a region are smooth (uniform, gaussian:
-//! neighbouring pages alike), this estimates `p` from a few (address, interval) points
-//! instead of evaluating every sample: the region is cut into `points` equal strata of
-//! addresses and the window into `points` runs of intervals; point `j` is a random address
-//! of stratum `j` in a random interval of run `j`, evaluated exactly as a per-sample read
-//! would be (cleared at the interval's start, flushes from then on). The stratified mean
-//! of the points is an unbiased estimate of `p`; the count is then drawn from
-//! Binomial(`S`, estimate). Its mean is the per-sample count's; its variance exceeds it by
-//! at most `S (S - 1)` times the estimate's variance, which is zero for a region whose
-//! entries and intervals are alike and small where the density changes little within an
-//! eighth of the region. Elsewhere (hotspots, zipf, sequential sweeps: a few hot pages
-//! among cold ones, which a few points miss or over-weight) every sample is evaluated at
-//! its own uniformly random address and drawn on its own, as per sample, which costs one
-//! evaluation per sample but keeps no entry.
+//! Where a few points stand for a region (`points_stand_for`: every
+//! pattern reaching it random, covering it whole, with a density alike within an eighth
+//! of it or peaked only where nothing is found, and its accesses alike from interval to
+//! interval), this estimates `p` from a few (address, interval) points instead of
+//! evaluating every sample: the region is cut into `points` equal strata of addresses and
+//! the window into `points` runs of intervals; point `j` is a random address of stratum
+//! `j` in a random interval of run `j`, evaluated exactly as a per-sample read would be
+//! (cleared at the interval's start, flushes from then on). The stratified mean of the
+//! points is an unbiased estimate of `p`; the count is then drawn from Binomial(`S`,
+//! estimate). Its mean is the per-sample count's; its variance exceeds it by at most
+//! `S (S - 1)` times the estimate's variance, which is zero for a region whose entries and
+//! intervals are alike and small where the density changes little within a stratum.
+//! Elsewhere every sample is evaluated at its own uniformly random address in its own
+//! interval and drawn on its own, as per sample, which costs one evaluation per sample but
+//! keeps no entry: hotspots, zipf, sequential sweeps (a few hot pages among cold ones,
+//! which a few points miss or over-weight), a pattern's edge or a narrow gaussian inside
+//! the region (a needle: all or nothing for the stratum holding it), and accesses that
+//! come and go within the window (masim's hot regions taking turns: per sample each
+//! interval's probability is near 0 or 1, so the count is nearly fixed and the same in
+//! every region the turns reach, where a binomial of the mean would spread it and the
+//! regions, no longer alike, would stop merging).
+//!
+//! Regions inside one huge page read the same leaf entry every interval, and DAMON
+//! reuses the previous region's result there: they share one count, charged a
+//! test-and-clear per sample that finds the bit clear and no read.
 //!
 //! What the per-sample path does and this does not (docs/models/FIDELITY.md):
 //! - an entry a previous sample cleared and no walk loaded since keeps, per sample, the
 //!   freshness a flush gave it; here every sampled entry starts fresh-less;
-//! - DAMON reuses the previous region's result when both addresses lie in one folio
-//!   (regions inside one huge page); here every region draws its own;
+//! - a region that straddles a huge page's edge shares, per sample, the result of its
+//!   neighbour when both addresses fall in that page; here it draws its own;
 //! - a flush at the instant of a clear counts as after it (DAMON's policy migrates, and
-//!   flushes, right after the prepares of the window's last wake-up);
+//!   flushes, right after the prepares of the window's last wake-up); flushes within the
+//!   window make its intervals unlike, which only the points' own intervals see;
 //! - `bits_cleared` counts every sample's test-and-clear as a flip, an upper bound (per
 //!   sample, an entry a previous sample cleared and nothing loaded since is no flip).
 //!
 //! No entry is cleared, so the entry store does not grow with the samples.
 
 use super::{unit, StatEngine};
+use crate::stat::density::Pattern;
 use crate::stat::walks::{log_no_load, Target, World};
 use tierscope_core::machine::{WindowSampler, WindowSampling};
 use tierscope_core::rng::mix64;
-use tierscope_core::workload::PatternKind;
+use tierscope_core::workload::{PatternKind, Spread};
 use tierscope_core::{AddrRange, Machine};
 
 /// Salts the hashes of this module apart from the per-entry reads'.
@@ -101,13 +114,147 @@ impl StatEngine {
     }
 }
 
+/// A window's expected count at a region's densest page below which its samples there are
+/// all clear in 99 windows of 100, however the estimate weighs that page.
+const NEGLIGIBLE_COUNT: f64 = 0.01;
+
 impl StatEngine {
-    /// Whether every pattern reaching `r` spreads its accesses smoothly (a random
-    /// pattern of a uniform or gaussian density), so that a few points stand for it.
-    fn smooth_over(&self, r: AddrRange) -> bool {
+    /// Whether a few points stand for `r` (its count drawn from their estimate): every
+    /// pattern reaching `r` is random and covers it whole (a pattern's edge inside `r` is
+    /// a jump that a stratum's one point weighs all or nothing), with a density alike
+    /// within a stratum, or peaked only where a window's samples find nothing anyway.
+    /// Elsewhere a narrow hot part (a needle, the edge of a hot range, a gaussian's
+    /// centre in a wide region) is missed by every point in most windows and weighed as
+    /// a whole stratum in the others: the count's mean is kept but not its spread. And
+    /// the intervals must be alike: where the accesses reaching `r` come and go within the
+    /// window (masim's hot regions taking turns), every sample's probability is near 0 or
+    /// 1 by its interval, and per sample the count is nearly fixed, the same in every
+    /// region the turns reach, where a binomial of the mean would spread it.
+    fn points_stand_for(
+        &self,
+        w: WindowSampling,
+        r: AddrRange,
+        first_flush: usize,
+        per_interval: &[Vec<u64>],
+    ) -> bool {
+        let stratum = r.len() / u64::from(w.points.clamp(1, w.samples));
+        if !intervals_alike(&self.workload.patterns, r, per_interval) {
+            return false;
+        }
         self.workload.patterns.iter().all(|p| {
-            p.region.overlap(&r) == 0 || (p.kind == PatternKind::Random && p.density.is_smooth())
+            let overlap = p.region.overlap(&r);
+            if overlap == 0 {
+                return true;
+            }
+            if p.kind != PatternKind::Random || overlap < r.len() {
+                return false;
+            }
+            let (lo, hi) = (r.start - p.region.start, r.end - p.region.start);
+            match p.density.spread(lo, hi, stratum) {
+                Spread::Gentle => true,
+                Spread::Peaked(densest) => {
+                    let t0 = w.start + u64::from(w.samples / 2) * w.sample;
+                    let va = p.region.start + densest;
+                    let peak = self.p_set_in(va, t0, t0 + w.sample, first_flush);
+                    peak.map_or(0.0, |(q, _)| q) * f64::from(w.samples) < NEGLIGIBLE_COUNT
+                }
+                Spread::Rough => false,
+            }
         })
+    }
+}
+
+/// Per pattern, its accesses (over every thread) in each sampling interval of `w`.
+fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
+    let bounds: Vec<u64> = (0..=u64::from(w.samples))
+        .map(|k| e.workload.count_at(w.start + k * w.sample))
+        .collect();
+    (0..e.workload.patterns.len() as u32)
+        .map(|p| {
+            let before = |i: u64| -> u64 {
+                e.schedules
+                    .iter()
+                    .map(|s| s.pattern_accesses_before(p, i))
+                    .sum()
+            };
+            bounds
+                .windows(2)
+                .map(|b| before(b[1]) - before(b[0]))
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the accesses of the patterns reaching `r` are alike in every interval (their
+/// sum within a tenth of its largest, or none at all).
+fn intervals_alike(patterns: &[Pattern], r: AddrRange, per_interval: &[Vec<u64>]) -> bool {
+    let reaching: Vec<&Vec<u64>> = patterns
+        .iter()
+        .zip(per_interval)
+        .filter(|(p, _)| p.region.overlap(&r) > 0)
+        .map(|(_, a)| a)
+        .collect();
+    let Some(first) = reaching.first() else {
+        return true;
+    };
+    let total = |k: usize| reaching.iter().map(|a| a[k]).sum::<u64>();
+    let (lo, hi) = (0..first.len())
+        .map(total)
+        .fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    hi == 0 || 10 * (hi - lo) <= hi
+}
+
+impl StatEngine {
+    /// The window's count for `r`: every sample drawn on its own where its densities are
+    /// not smooth, else Binomial(`S`, the stratified estimate of `p`).
+    fn region_count(
+        &mut self,
+        w: WindowSampling,
+        r: AddrRange,
+        first_flush: usize,
+        per_interval: &[Vec<u64>],
+    ) -> u32 {
+        let samples = u64::from(w.samples);
+        let len = r.len() as u128;
+        let h_region = mix64(self.seed ^ mix64(r.start ^ mix64(r.end ^ mix64(w.start ^ SALT))));
+        if !self.points_stand_for(w, r, first_flush, per_interval) {
+            return self.sample_each(w, r, h_region, first_flush);
+        }
+        let points = u64::from(w.points.clamp(1, w.samples));
+        let mut p = 0.0;
+        for j in 0..points {
+            let h = mix64(h_region ^ mix64(j));
+            // Stratum j of the addresses, run j of the intervals.
+            let lo = r.start + (len * j as u128 / points as u128) as u64;
+            let hi = r.start + (len * (j + 1) as u128 / points as u128) as u64;
+            let va = lo + h % (hi - lo).max(1);
+            let (k0, k1) = (j * samples / points, (j + 1) * samples / points);
+            let k = k0 + mix64(h) % (k1 - k0).max(1);
+            let t0 = w.start + k * w.sample;
+            if let Some((p_j, steps)) = self.p_set_in(va, t0, t0 + w.sample, first_flush) {
+                p += p_j * (hi - lo) as f64 / r.len() as f64;
+                // The samples of run j, charged as this point's entry: a test-and-clear
+                // at the interval's start, a read at its end.
+                let cost = self.cost_mut();
+                for _ in k0..k1 {
+                    cost.charge_test_and_clear(steps, true);
+                    cost.charge_read(steps);
+                }
+            }
+        }
+        (0..samples)
+            .filter(|&k| unit(mix64(h_region ^ mix64(k ^ SALT))) < p)
+            .count() as u32
+    }
+
+    /// The start of the huge page `r` lies inside and the steps of a walk to its leaf
+    /// entry; `None` when `r` is unmapped, on 4 KiB pages or over more than one page.
+    fn huge_page_holding(&self, r: AddrRange) -> Option<(u64, u64)> {
+        let leaf = self.leaf_of(r.start)?;
+        let start = leaf.align_down(r.start);
+        let inside = leaf.span() > 4096 && r.end <= start + leaf.span();
+        let steps = (self.paging.root().index() - leaf.index() + 1) as u64;
+        inside.then_some((start, steps))
     }
 }
 
@@ -118,43 +265,30 @@ impl WindowSampler for StatEngine {
             out.resize(regions.len(), 0);
             return;
         }
-        let samples = u64::from(w.samples);
         let window_start = self.workload.count_at(w.start);
         // Flushes before the window apply to no interval of it.
         let first_flush = self.flushes.events.partition_point(|f| f.at < window_start);
+        // Regions inside one huge page sample the same leaf entry in every interval, and
+        // DAMON reuses the previous region's result there: their counts are one count.
+        let mut shared: Option<(u64, u32)> = None;
+        let per_interval = accesses_per_interval(self, w);
         for r in regions {
-            let len = r.len() as u128;
-            let h_region = mix64(self.seed ^ mix64(r.start ^ mix64(r.end ^ mix64(w.start ^ SALT))));
-            if !self.smooth_over(*r) {
-                out.push(self.sample_each(w, *r, h_region, first_flush));
-                continue;
-            }
-            let points = u64::from(w.points.clamp(1, w.samples));
-            let mut p = 0.0;
-            for j in 0..points {
-                let h = mix64(h_region ^ mix64(j));
-                // Stratum j of the addresses, run j of the intervals.
-                let lo = r.start + (len * j as u128 / points as u128) as u64;
-                let hi = r.start + (len * (j + 1) as u128 / points as u128) as u64;
-                let va = lo + h % (hi - lo).max(1);
-                let (k0, k1) = (j * samples / points, (j + 1) * samples / points);
-                let k = k0 + mix64(h) % (k1 - k0).max(1);
-                let t0 = w.start + k * w.sample;
-                if let Some((p_j, steps)) = self.p_set_in(va, t0, t0 + w.sample, first_flush) {
-                    p += p_j * (hi - lo) as f64 / r.len() as f64;
-                    // The samples of run j, charged as this point's entry: a test-and-clear
-                    // at the interval's start, a read at its end.
+            let page = self.huge_page_holding(*r);
+            if let (Some((start, steps)), Some((last, count))) = (page, shared) {
+                if start == last {
+                    // Each sample's prepare clears the entry the region before cleared
+                    // (no flip), and its check reuses that region's result (no read).
                     let cost = self.cost_mut();
-                    for _ in k0..k1 {
-                        cost.charge_test_and_clear(steps, true);
-                        cost.charge_read(steps);
+                    for _ in 0..w.samples {
+                        cost.charge_test_and_clear(steps, false);
                     }
+                    out.push(count);
+                    continue;
                 }
             }
-            let count = (0..samples)
-                .filter(|&k| unit(mix64(h_region ^ mix64(k ^ SALT))) < p)
-                .count();
-            out.push(count as u32);
+            let count = self.region_count(w, *r, first_flush, &per_interval);
+            shared = page.map(|(start, _)| (start, count));
+            out.push(count);
         }
     }
 }
@@ -169,6 +303,10 @@ mod tests {
     use tierscope_core::{Engine, Level};
 
     fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
+        engine_on(&SimMachine::default(), spec, seed)
+    }
+
+    fn engine_on(machine: &SimMachine, spec: &WorkloadSpec, seed: u64) -> StatEngine {
         let params = WorkloadParams {
             spec,
             rate: 10_000_000,
@@ -177,7 +315,7 @@ mod tests {
             block_size: 2 << 20,
             truth_threshold: 1,
         };
-        StatEngine::new(&SimMachine::default(), &params).unwrap()
+        StatEngine::new(machine, &params).unwrap()
     }
 
     /// Per window and region, the count DAMON's per-sample reads give: a random page of
@@ -192,13 +330,18 @@ mod tests {
         let mut addrs: Vec<u64> = vec![0; regions.len()];
         for k in 0..=w.samples as u64 {
             e.advance_to(w.start + k * w.sample);
-            for (i, r) in regions.iter().enumerate() {
-                if k > 0 && e.accessed(Level::Pte, addrs[i]) == Some(true) {
+            // As kdamond: every region's check, then every region's prepare (regions
+            // inside one huge page clear and read the same entry).
+            let leaf = |e: &StatEngine, va| e.leaf_of(va).unwrap_or(Level::Pte);
+            for i in 0..regions.len() {
+                if k > 0 && e.accessed(leaf(e, addrs[i]), addrs[i]) == Some(true) {
                     counts[i] += 1;
                 }
+            }
+            for (i, r) in regions.iter().enumerate() {
                 if k < w.samples as u64 {
                     addrs[i] = rng.range(r.start, r.end);
-                    e.test_and_clear_accessed(Level::Pte, addrs[i]);
+                    e.test_and_clear_accessed(leaf(e, addrs[i]), addrs[i]);
                 }
             }
         }
@@ -233,8 +376,22 @@ mod tests {
     /// 30 windows of 40 samples, each on its own engine; and the window engine (to check
     /// its costs).
     fn totals(spec: &WorkloadSpec, regions: &[AddrRange]) -> (Moments, Moments, StatEngine) {
-        let mut exact_engine = engine(spec, 2);
-        let mut window_engine = engine(spec, 2);
+        let (exact, est, e, _) = totals_on(&SimMachine::default(), spec, regions);
+        (exact, est, e)
+    }
+
+    /// One window's counts per region: per sample, and window sampling's.
+    type WindowCounts = (Vec<u32>, Vec<u32>);
+
+    /// [`totals`] on `machine`, with each window's counts of both ways.
+    fn totals_on(
+        machine: &SimMachine,
+        spec: &WorkloadSpec,
+        regions: &[AddrRange],
+    ) -> (Moments, Moments, StatEngine, Vec<WindowCounts>) {
+        let mut exact_engine = engine_on(machine, spec, 2);
+        let mut window_engine = engine_on(machine, spec, 2);
+        let mut per_window = vec![];
         let (windows, sample, samples) = (30, 5_000_000, 40);
         let (mut exact, mut est) = (Moments::default(), Moments::default());
         let mut rng = Rng::new(3);
@@ -251,8 +408,9 @@ mod tests {
             window_engine.sample_window(w, regions, &mut out);
             exact.add(&counts);
             est.add(&out);
+            per_window.push((counts, out.clone()));
         }
-        (exact, est, window_engine)
+        (exact, est, window_engine, per_window)
     }
 
     /// Both totals within four binomial standard deviations (and a little slack), and
@@ -357,5 +515,89 @@ mod tests {
             counts.iter().any(|&n| n > 0) && counts.contains(&0),
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn a_narrow_hot_range_inside_a_region_is_counted_per_sample() {
+        // 64 MiB of hot pages between two cold GiBs: a region around it holds the
+        // pattern's edges, which 8 points would weigh all or nothing (a count of 0 or
+        // about S / 8: a variance over 8 windows where per sample it is under 2).
+        let spec = parse_masim("cold, 1GiB\nhot, 64MiB\ncold2, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n")
+            .unwrap();
+        let starts = engine(&spec, 2).layout.region_starts.clone();
+        let mb = 1 << 20;
+        let regions = [
+            AddrRange::new(starts[1] - 512 * mb, starts[1] + 64 * mb + 512 * mb),
+            AddrRange::new(starts[1] + 4 * mb, starts[1] + 12 * mb),
+        ];
+        let (exact, est, _) = totals(&spec, &regions);
+        assert_close(&exact, &est);
+        assert!(exact.sum[0] > 0 && exact.sum[1] > 1000, "{exact:?}");
+    }
+
+    #[test]
+    fn hot_ranges_taking_turns_give_every_region_the_same_count() {
+        // masim's two hot regions take turns in batches: per sample an interval finds a
+        // hot huge page walked or not by whose turn it is, so two regions of one hot
+        // range count alike each window, where independent binomials of the mean would
+        // differ by about 4.
+        let spec = parse_masim(
+            "cold, 4GiB\nhot, 10GiB\nhot2, 10GiB\n\np\n1000\nhot, 1, 4096, 1\nhot2, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let machine = SimMachine {
+            page_size: tierscope_core::PageSize::Huge2M,
+            ..SimMachine::default()
+        };
+        let starts = engine_on(&machine, &spec, 2).layout.region_starts.clone();
+        let half = 5 << 30;
+        let regions = [
+            AddrRange::new(starts[1], starts[1] + half),
+            AddrRange::new(starts[1] + half, starts[1] + 2 * half),
+        ];
+        let (exact, est, _, windows) = totals_on(&machine, &spec, &regions);
+        assert_close(&exact, &est);
+        let spread = |pick: fn(&WindowCounts) -> &Vec<u32>| {
+            windows
+                .iter()
+                .map(|w| pick(w)[0].abs_diff(pick(w)[1]))
+                .sum::<u32>() as f64
+                / windows.len() as f64
+        };
+        let (per_sample, window) = (spread(|w| &w.0), spread(|w| &w.1));
+        assert!(per_sample < 1.0 && window < 1.0, "{per_sample} {window}");
+        assert!(
+            exact.variance(0) > 10.0,
+            "the turns move the count: {exact:?}"
+        );
+    }
+
+    #[test]
+    fn regions_inside_one_huge_page_share_one_count() {
+        let spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let machine = SimMachine {
+            page_size: tierscope_core::PageSize::Huge2M,
+            ..SimMachine::default()
+        };
+        let starts = engine_on(&machine, &spec, 2).layout.region_starts.clone();
+        let page = starts[1] + (100 << 21);
+        let regions: Vec<AddrRange> = [(0, 1), (1, 3), (3, 512), (512, 2048)]
+            .iter()
+            .map(|&(a, b)| AddrRange::new(page + a * 4096, page + b * 4096))
+            .collect();
+        let (exact, est, e, windows) = totals_on(&machine, &spec, &regions);
+        assert_close(&exact, &est);
+        for (per_sample, window) in &windows {
+            assert!(
+                per_sample[..3].iter().all(|&n| n == per_sample[0]),
+                "{per_sample:?}"
+            );
+            assert!(window[..3].iter().all(|&n| n == window[0]), "{window:?}");
+        }
+        // Per sample every region's entry is cleared; the two after the first reuse its
+        // result and read nothing.
+        let c = e.cost();
+        assert_eq!(c.clear_ops, 1200 * regions.len() as u64);
+        assert_eq!(c.entries_read, c.clear_ops + 1200 * 2);
     }
 }
