@@ -188,19 +188,21 @@ fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
 /// Whether the accesses of the patterns reaching `r` are alike in every interval (their
 /// sum within a tenth of its largest, or none at all).
 fn intervals_alike(patterns: &[Pattern], r: AddrRange, per_interval: &[Vec<u64>]) -> bool {
-    let reaching: Vec<&Vec<u64>> = patterns
-        .iter()
-        .zip(per_interval)
-        .filter(|(p, _)| p.region.overlap(&r) > 0)
-        .map(|(_, a)| a)
-        .collect();
-    let Some(first) = reaching.first() else {
+    let reaching = || {
+        patterns
+            .iter()
+            .zip(per_interval)
+            .filter(move |(p, _)| p.region.overlap(&r) > 0)
+            .map(|(_, a)| a)
+    };
+    let Some(intervals) = reaching().next().map(Vec::len) else {
         return true;
     };
-    let total = |k: usize| reaching.iter().map(|a| a[k]).sum::<u64>();
-    let (lo, hi) = (0..first.len())
-        .map(total)
-        .fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    let (mut lo, mut hi) = (u64::MAX, 0);
+    for k in 0..intervals {
+        let total: u64 = reaching().map(|a| a[k]).sum();
+        (lo, hi) = (lo.min(total), hi.max(total));
+    }
     hi == 0 || 10 * (hi - lo) <= hi
 }
 
