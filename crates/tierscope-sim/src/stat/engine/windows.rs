@@ -171,16 +171,17 @@ fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
         .collect();
     (0..e.workload.patterns.len() as u32)
         .map(|p| {
-            let before = |i: u64| -> u64 {
-                e.schedules
-                    .iter()
-                    .map(|s| s.pattern_accesses_before(p, i))
-                    .sum()
-            };
-            bounds
-                .windows(2)
-                .map(|b| before(b[1]) - before(b[0]))
-                .collect()
+            // The pattern's accesses before each bound, once per bound.
+            let before: Vec<u64> = bounds
+                .iter()
+                .map(|&i| {
+                    e.schedules
+                        .iter()
+                        .map(|s| s.pattern_accesses_before(p, i))
+                        .sum()
+                })
+                .collect();
+            before.windows(2).map(|b| b[1] - b[0]).collect()
         })
         .collect()
 }
@@ -207,8 +208,9 @@ fn intervals_alike(patterns: &[Pattern], r: AddrRange, per_interval: &[Vec<u64>]
 }
 
 impl StatEngine {
-    /// The window's count for `r`: every sample drawn on its own where its densities are
-    /// not smooth, else Binomial(`S`, the stratified estimate of `p`).
+    /// The window's count for `r`: every sample drawn on its own where a few points do
+    /// not stand for it ([`Self::points_stand_for`]), else Binomial(`S`, the stratified
+    /// estimate of `p`).
     fn region_count(
         &mut self,
         w: WindowSampling,
