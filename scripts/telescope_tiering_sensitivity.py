@@ -15,6 +15,21 @@ runs, placements and service times are the store's own.
 
     python scripts/telescope_tiering_sensitivity.py STORE [STORE ...]
     python scripts/telescope_tiering_sensitivity.py runs/repro-telescope-tiering --server-threads 4
+    python scripts/telescope_tiering_sensitivity.py runs/repro-telescope-tiering --get-hits 0
+
+`--get-hits H` is one named assumption about what a memtier operation moves
+(docs/models/TIERING.md section 7.2, "What a memtier operation does"): the share of
+memtier's GETs that find their item. The simulated access stream is the operations that
+move an item (every line of it: SETs and GETs that hit); at memtier's default `--ratio`
+1:10 (SET:GET) each of them comes with `10 (1 - H) / (1 + 10 H)` GETs that miss, which
+the kv model reads as one bucket access each (a hash lookup that finds nothing), at the
+window's mean time per access. The closed loop then mixes both: each of the `clients`
+requests a request waits for is an item operation with probability `p = (1 + 10 H) / 11`,
+so a response is `K` item service times plus `clients - K` miss service times, with `K`
+binomial (one more for an item operation's own), and the p95 is taken over that mixture
+in every window. The default, 1, is every operation moving its item (the store holds every
+key memtier reads): the closed loop as above, unchanged. The YCSB experiment is left as
+it is (its reads are of loaded keys).
 
 STORE is a `tierscope repro telescope-tiering` output directory (its runs/base=NAME), or
 a directory holding `tierscope run` outputs of the experiments in STORE/NAME;
@@ -25,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,18 +86,73 @@ def counted(arrays: dict[str, np.ndarray], app_ns: float) -> np.ndarray:
     return keep
 
 
+#: memtier_benchmark's default `--ratio` (SET:GET), memtier_benchmark.cpp's usage text.
+MEMTIER_RATIO = (1, 10)
+
+
+def item_share(get_hits: float, ratio: tuple[int, int] = MEMTIER_RATIO) -> float:
+    """The share of memtier's operations that move an item (SETs, and GETs that hit) when
+    a share `get_hits` of its GETs find their item."""
+    if not 0.0 <= get_hits <= 1.0:
+        raise ValueError(f"get_hits must be in [0, 1], not {get_hits}")
+    sets, gets = ratio
+    return (sets + gets * get_hits) / (sets + gets)
+
+
+def binomial_pmf(n: int, p: float) -> np.ndarray:
+    """P(K = k) for k = 0..n, K binomial(n, p)."""
+    if p >= 1.0:
+        out = np.zeros(n + 1)
+        out[n] = 1.0
+        return out
+    k = np.arange(n + 1)
+    log_comb = np.array(
+        [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k]
+    )
+    return np.exp(log_comb + k * math.log(p) + (n - k) * math.log1p(-p))
+
+
 def closed_loop_p95_ms(
-    arrays: dict[str, np.ndarray], keep: np.ndarray, per_op: float, clients: int, threads: int
+    arrays: dict[str, np.ndarray],
+    keep: np.ndarray,
+    per_op: float,
+    clients: int,
+    threads: int,
+    share: float = 1.0,
 ) -> float:
-    """p95 (ms) of the windows' closed-loop response times, weighted by operations."""
+    """p95 (ms) of the windows' closed-loop response times, weighted by operations.
+
+    `share` is the share of operations that move an item (`per_op` accesses each); the
+    others are misses of one access. With `share` = 1 every response in a window is
+    `clients` item service times; below it a response is `K` item and `clients - K` miss
+    service times, `K` binomial as the module's text says."""
     accesses = arrays["windows.accesses"][keep]
     app_ns = arrays["windows.app_ns"][keep]
     ops = accesses / per_op
-    response_ms = clients * app_ns / (threads * ops) / 1e6
-    return weighted_percentile(response_ms, ops, 0.95)
+    item_ns = app_ns / ops
+    if share >= 1.0:
+        response_ms = clients * item_ns / threads / 1e6
+        return weighted_percentile(response_ms, ops, 0.95)
+    if share <= 0.0:
+        raise ValueError("no operation moves an item: nothing of the run is left")
+    miss_ns = app_ns / accesses
+    # Every (window, K) pair is an atom of the mixture: an item operation waits for its
+    # own service and K - 1 items among the other clients - 1 requests, a miss for K items
+    # among clients - 1; all operations of the window (item and miss) weigh.
+    others = binomial_pmf(clients - 1, share)
+    k = np.arange(clients + 1)
+    pk = np.zeros(clients + 1)
+    pk[1:] += share * others
+    pk[:-1] += (1.0 - share) * others
+    all_ops = ops / share
+    response_ms = (
+        (k[None, :] * item_ns[:, None] + (clients - k)[None, :] * miss_ns[:, None]) / threads / 1e6
+    )
+    weights = all_ops[:, None] * pk[None, :]
+    return weighted_percentile(response_ms.ravel(), weights.ravel(), 0.95)
 
 
-def rows(store: Path, clients: int, threads: int) -> list[dict[str, Any]]:
+def rows(store: Path, clients: int, threads: int, get_hits: float = 1.0) -> list[dict[str, Any]]:
     out = []
     for name, paper in TABLE4_P95_MS.items():
         # A repro store's run, or a `tierscope run` output directory named after it.
@@ -104,11 +175,13 @@ def rows(store: Path, clients: int, threads: int) -> list[dict[str, Any]]:
             per_op = arrays["windows.accesses"][keep].sum() / (
                 s["ops_per_s"] * arrays["windows.app_ns"][keep].sum() / 1e9
             )
-            loop = closed_loop_p95_ms(arrays, keep, per_op, clients, threads)
+            share = item_share(get_hits) if name.startswith("memtier") else 1.0
+            loop = closed_loop_p95_ms(arrays, keep, per_op, clients, threads, share)
             out.append(
                 {
                     "experiment": name,
                     "monitor": monitor,
+                    "item_share": share,
                     "service_p95_ms": s["op_latency_ns"][1] / 1e6,
                     "closed_loop_p95_ms": loop,
                     "paper_memcached_ms": paper[monitor][0],
@@ -127,17 +200,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("stores", nargs="+", type=Path)
     ap.add_argument("--clients", type=int, default=170, help="Table 3: 170 threads")
     ap.add_argument("--server-threads", type=int, default=1, help="FIFO servers (Redis: 1)")
+    ap.add_argument(
+        "--get-hits",
+        type=float,
+        default=1.0,
+        help="share of memtier's GETs that find their item (default 1: every operation "
+        "moves its item; 0: only the SETs of memtier's 1:10 do)",
+    )
     args = ap.parse_args(argv)
+    if not 0.0 <= args.get_hits <= 1.0:
+        ap.error(f"--get-hits must be in [0, 1], not {args.get_hits}")
     missing = [str(s) for s in args.stores if not s.is_dir()]
     if missing:
         ap.error(f"not a directory (a repro telescope-tiering store): {', '.join(missing)}")
     for store in args.stores:
-        print(f"{store}: {args.clients} clients, {args.server_threads} server thread(s)")
+        print(
+            f"{store}: {args.clients} clients, {args.server_threads} server thread(s), "
+            f"memtier GETs hitting {args.get_hits:g} "
+            f"(item operations {item_share(args.get_hits):.3f} of memtier's)"
+        )
         print(
             f"{'experiment':20} {'monitor':14} {'service p95':>11} {'closed loop':>11} "
             f"{'Memcached':>18} {'Redis':>18}"
         )
-        for r in rows(store, args.clients, args.server_threads):
+        for r in rows(store, args.clients, args.server_threads, args.get_hits):
             loop, mc, rd = r["closed_loop_p95_ms"], r["paper_memcached_ms"], r["paper_redis_ms"]
             print(
                 f"{r['experiment']:20} {r['monitor']:14} {r['service_p95_ms']:11.2f} "

@@ -63,3 +63,67 @@ def test_counted_windows_must_add_up(tmp_path: Path) -> None:
     assert mod.counted(arrays, 2.0).tolist() == [False, True, True]
     with pytest.raises(ValueError):
         mod.counted(arrays, 2.5)
+
+
+def memtier_store(tmp_path: Path) -> Path:
+    """A memtier run of 9 counted windows of 1,000 accesses at 10 accesses per item
+    operation, 1 ms each: 10 us per item operation, 1 us per access (and per miss)."""
+    run = tmp_path / "runs" / "base=memtier-gaussian-1t"
+    run.mkdir(parents=True)
+    app_ns = np.full(9, 1e6)
+    np.savez(
+        run / "arrays-policy-telescope-rule_damon-mod.npz",
+        **{
+            "windows.end_ns": np.arange(1, 10) * 1_000_000_000,
+            "windows.accesses": np.full(9, 1000.0),
+            "windows.app_ns": app_ns,
+        },
+    )
+    summary = {
+        "app_ns": app_ns.sum(),
+        "ops_per_s": 9 * 100 / (app_ns.sum() / 1e9),
+        "op_latency_ns": [10_000.0, 10_000.0, 10_000.0],
+    }
+    metrics = {
+        "policies": {"telescope-rule@damon-mod": {"monitor": "damon-mod", "summary": summary}}
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return tmp_path
+
+
+def test_item_share_at_memtiers_ratio() -> None:
+    mod = load_script("telescope_tiering_sensitivity")
+    assert mod.item_share(1.0) == 1.0
+    assert mod.item_share(0.0) == pytest.approx(1 / 11)
+    assert mod.item_share(0.5) == pytest.approx(6 / 11)
+    with pytest.raises(ValueError):
+        mod.item_share(1.5)
+
+
+def test_get_misses_mix_into_the_closed_loop_by_hand(tmp_path: Path) -> None:
+    mod = load_script("telescope_tiering_sensitivity")
+    mt = memtier_store(tmp_path)
+    # Every GET hits (the default): 2 clients each wait for 2 items of 10 us.
+    (hit,) = mod.rows(mt, clients=2, threads=1)
+    assert hit["closed_loop_p95_ms"] == pytest.approx(0.020)
+    # Every GET misses: an operation moves an item with p = 1/11, a miss costs 1 us. Over
+    # all operations the 2 requests hold K items: P(K=0) = (10/11)^2 = 0.826, P(K=1) =
+    # 2 (1/11)(10/11) = 0.165, P(K=2) = 1/121: the p95 is K = 1, 10 + 1 = 11 us.
+    (miss,) = mod.rows(mt, clients=2, threads=1, get_hits=0.0)
+    assert miss["item_share"] == pytest.approx(1 / 11)
+    assert miss["closed_loop_p95_ms"] == pytest.approx(0.011)
+    # 170 clients: the mean response is 170 (10 / 11 + 10 / 11) = 309 us (Little's law);
+    # the p95 lies above it (the binomial's spread) and below all items' 1,700 us.
+    (many,) = mod.rows(mt, clients=170, threads=1, get_hits=0.0)
+    assert 0.309 < many["closed_loop_p95_ms"] < 0.5
+    # The YCSB experiment's reads are of loaded keys: --get-hits leaves it alone.
+    (ycsb,) = mod.rows(store(tmp_path / "ycsb"), clients=170, threads=1, get_hits=0.0)
+    assert ycsb["item_share"] == 1.0
+    assert ycsb["closed_loop_p95_ms"] == pytest.approx(3.4)
+
+
+def test_get_hits_out_of_range_is_refused(tmp_path: Path) -> None:
+    mod = load_script("telescope_tiering_sensitivity")
+    with pytest.raises(SystemExit) as e:
+        mod.main([str(memtier_store(tmp_path)), "--get-hits", "2"])
+    assert e.value.code == 2
