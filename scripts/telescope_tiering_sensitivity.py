@@ -16,6 +16,7 @@ runs, placements and service times are the store's own.
     python scripts/telescope_tiering_sensitivity.py STORE [STORE ...]
     python scripts/telescope_tiering_sensitivity.py runs/repro-telescope-tiering --server-threads 4
     python scripts/telescope_tiering_sensitivity.py runs/repro-telescope-tiering --get-hits 0
+    python scripts/telescope_tiering_sensitivity.py --gaussian-hits 62
 
 `--get-hits H` is one named assumption about what a memtier operation moves
 (docs/models/TIERING.md section 7.2, "What a memtier operation does"): the share of
@@ -97,6 +98,30 @@ def item_share(get_hits: float, ratio: tuple[int, int] = MEMTIER_RATIO) -> float
         raise ValueError(f"get_hits must be in [0, 1], not {get_hits}")
     sets, gets = ratio
     return (sets + gets * get_hits) / (sets + gets)
+
+
+def gaussian_get_hits(
+    ops_per_s: float,
+    seconds: float,
+    keys: int = 200_000,
+    stddev: float = 100.0,
+    ratio: tuple[int, int] = MEMTIER_RATIO,
+) -> float:
+    """The share of memtier's GETs that find their item when the store starts empty: SETs
+    and GETs both draw `--key-pattern G:G` (obj_gen.cpp: median the range's centre, a
+    draw outside the range redrawn, the key its floor), so a GET of key k at time t hits
+    once a SET has drawn k: averaged over a run of `seconds` at `ops_per_s`, a GET of k
+    misses with probability (1 - exp(-x)) / x, x = the SETs' rate on k times `seconds`.
+    Table 3: 200K keys, standard deviation 100. A store loaded first hits every time."""
+    median = keys / 2 + 0.5
+    edges = np.arange(math.floor(median - 20 * stddev), math.ceil(median + 20 * stddev) + 1)
+    cdf = np.array([0.5 * (1 + math.erf((e - median) / (stddev * math.sqrt(2)))) for e in edges])
+    p = np.diff(cdf)
+    p /= p.sum()
+    sets, gets = ratio
+    x = ops_per_s * sets / (sets + gets) * seconds * p
+    missed = np.where(x > 1e-12, -np.expm1(-x) / np.maximum(x, 1e-300), 1.0)
+    return float(1.0 - np.sum(p * missed))
 
 
 def binomial_pmf(n: int, p: float) -> np.ndarray:
@@ -197,7 +222,7 @@ def verdict(ours: float, paper: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("stores", nargs="+", type=Path)
+    ap.add_argument("stores", nargs="*", type=Path)
     ap.add_argument("--clients", type=int, default=170, help="Table 3: 170 threads")
     ap.add_argument("--server-threads", type=int, default=1, help="FIFO servers (Redis: 1)")
     ap.add_argument(
@@ -207,7 +232,20 @@ def main(argv: list[str] | None = None) -> int:
         help="share of memtier's GETs that find their item (default 1: every operation "
         "moves its item; 0: only the SETs of memtier's 1:10 do)",
     )
+    ap.add_argument(
+        "--gaussian-hits",
+        type=float,
+        metavar="OPS_PER_S",
+        help="print the share of memtier's GETs that hit over a 40-minute run at OPS_PER_S "
+        "from an empty store (Table 3's Gaussian) and exit",
+    )
     args = ap.parse_args(argv)
+    if args.gaussian_hits is not None:
+        hits = gaussian_get_hits(args.gaussian_hits, 2400.0)
+        print(f"{args.gaussian_hits:g} ops/s, 2,400 s, empty store: GETs hitting {hits:.4f}")
+        return 0
+    if not args.stores:
+        ap.error("name at least one store (a repro telescope-tiering output directory)")
     if not 0.0 <= args.get_hits <= 1.0:
         ap.error(f"--get-hits must be in [0, 1], not {args.get_hits}")
     missing = [str(s) for s in args.stores if not s.is_dir()]

@@ -127,3 +127,15 @@ def test_get_hits_out_of_range_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:
         mod.main([str(memtier_store(tmp_path)), "--get-hits", "2"])
     assert e.value.code == 2
+
+
+def test_gaussian_get_hits_from_an_empty_store() -> None:
+    mod = load_script("telescope_tiering_sensitivity")
+    # One SET over a single key (stddev far below a key): the GET misses until it, for
+    # a share (1 - exp(-x)) / x of the run, x = SETs on the key.
+    one = mod.gaussian_get_hits(ops_per_s=11.0, seconds=1.0, keys=10, stddev=1e-3)
+    assert one == pytest.approx(1 - (1 - np.exp(-1.0)))
+    # Table 3's Gaussian: more operations, more hits; none without operations.
+    assert mod.gaussian_get_hits(0.0, 2400.0) == 0.0
+    slow, fast = mod.gaussian_get_hits(62.0, 2400.0), mod.gaussian_get_hits(15000.0, 2400.0)
+    assert 0.9 < slow < fast < 1.0
