@@ -7,9 +7,9 @@ once many seeds show it.
 - `summary EXPERIMENT`: every DAMON monitor of the file (the others are dropped) per seed,
   once per mode, through the `run_summary` example; compares precision, recall, F1 and the
   mean number of regions per monitor;
-- `tiering MONITOR`: `bench_speed one MONITOR telescope-rule SIZE DURATION SEED` against
-  `MONITOR:window` (memtier, gaussian keys, the Telescope rule); compares the speed-up over
-  all-slow and the bytes promoted.
+- `tiering MONITOR`: `bench_speed one MONITOR:each telescope-rule SIZE DURATION SEED`
+  against `MONITOR:window` (memtier, gaussian keys, the Telescope rule); compares the
+  speed-up over all-slow and the bytes promoted.
 
 Each row gives both modes' mean with its standard error, the difference (window minus each),
 Welch's t test's and the Mann-Whitney U test's two-sided p-values, and the ratio of the
@@ -152,7 +152,7 @@ def tiering_runs(
     monitor: str, size: str, duration: str, seeds: Sequence[int], out: Path, bins: Path, jobs: int
 ) -> dict[str, list[Measures]]:
     def one(mode: str, seed: int) -> Measures:
-        name = monitor if mode == "each" else f"{monitor}:window"
+        name = f"{monitor}:{mode}"
         path = out / f"tiering-{monitor}-{mode}-{size}-{duration}-s{seed}.txt"
         cmd = [str(bins / "bench_speed"), "one", name, "telescope-rule", size, duration, str(seed)]
         return parse_tiering(cached(path, cmd))

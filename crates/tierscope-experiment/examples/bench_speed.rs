@@ -30,8 +30,9 @@ use tierscope_experiment::tiering_run::{jobs, run_policy};
 use tierscope_experiment::{parse_experiment, Format, Progress};
 
 /// Every monitor with a policy it can feed: the Telescope rule for access checks, HeMem
-/// for samples and counts, TPP for hint faults. `PRESET:window` is DAMON with
-/// `sampling = "window"` (each region's samples of an aggregation window estimated at once).
+/// for samples and counts, TPP for hint faults. `PRESET:MODE` is DAMON with `sampling =
+/// "MODE"`: `:window` estimates each region's samples of an aggregation window at once,
+/// `:each` (the default) reads every sample.
 const CASES: &[(&str, &str)] = &[
     ("damon-mod", "telescope-rule"),
     ("damon-agg", "telescope-rule"),
@@ -80,8 +81,8 @@ fn experiment(
     };
     // NEMO's translation entries index 2 MiB pages directly: enough for the heap.
     let (monitor, variant) = monitor.split_once(':').unwrap_or((monitor, ""));
-    let extra = if variant == "window" {
-        "sampling = \"window\"".to_string()
+    let extra = if !variant.is_empty() {
+        format!("sampling = \"{variant}\"")
     } else if monitor.starts_with("nemo") {
         let pages = (keys * value_size).div_ceil(2 << 20);
         format!("entries = {}", pages.next_power_of_two())
