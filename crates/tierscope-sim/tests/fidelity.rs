@@ -512,6 +512,11 @@ fn compare_experiment(name: &str, body: &str, pr_tol: f64, cost_tol: f64) {
             ),
         ];
         for (what, x, stat, relative) in checks {
+            // Window sampling's bits_cleared counts every sample's test-and-clear as a
+            // flip: an upper bound, documented (docs/models/FIDELITY.md).
+            if what == "bits_cleared" && m == "damon-mod-window" {
+                continue;
+            }
             let (mean, sd) = mean_sd(&stat);
             let allowed = if relative { cost_tol * x } else { pr_tol } + 3.0 * sd;
             eprintln!(
@@ -527,9 +532,16 @@ fn compare_experiment(name: &str, body: &str, pr_tol: f64, cost_tol: f64) {
     assert!(bad.is_empty(), "{name}: {bad:#?}");
 }
 
+/// DAMON both ways: reading every sample and window sampling (on the statistical engine;
+/// the exact engine reads every sample whatever the setting).
 const MONITORS: &str = r#"
 [[monitors]]
 preset = "damon-mod"
+
+[[monitors]]
+name = "damon-mod-window"
+preset = "damon-mod"
+sampling = "window"
 
 [[monitors]]
 preset = "telescope-bnd"
