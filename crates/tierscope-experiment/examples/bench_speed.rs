@@ -31,13 +31,13 @@ use tierscope_experiment::{parse_experiment, Format, Progress};
 
 /// Every monitor with a policy it can feed: the Telescope rule for access checks, HeMem
 /// for samples and counts, TPP for hint faults. `PRESET:MODE` is DAMON with `sampling =
-/// "MODE"`: `:window` estimates each region's samples of an aggregation window at once,
-/// `:each` (the default) reads every sample.
+/// "MODE"`: its default estimates each region's samples of an aggregation window at once,
+/// `:each` reads every sample.
 const CASES: &[(&str, &str)] = &[
     ("damon-mod", "telescope-rule"),
     ("damon-agg", "telescope-rule"),
-    ("damon-mod:window", "telescope-rule"),
-    ("damon-agg:window", "telescope-rule"),
+    ("damon-mod:each", "telescope-rule"),
+    ("damon-agg:each", "telescope-rule"),
     ("telescope-bnd", "telescope-rule"),
     ("telescope-flx", "telescope-rule"),
     ("split-hint", "telescope-rule"),

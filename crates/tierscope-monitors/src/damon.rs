@@ -27,10 +27,11 @@ pub struct DamonConfig {
     /// Flush after clearing (the kernel never does: `none`). DAMON clears only leaves, so
     /// `upper` behaves as `none` and `all` flushes every cleared leaf's page.
     pub flush: FlushPolicy,
-    /// How the samples are read: `each` (every sample's entry, as the kernel does) or
+    /// How the samples are read: `each` (every sample's entry, as the kernel does),
     /// `window` (on the statistical engine, each region's count of a whole aggregation
     /// window drawn from an estimate of its probability,
-    /// [`tierscope_core::machine::WindowSampler`]; other engines read each sample).
+    /// [`tierscope_core::machine::WindowSampler`]; other engines read each sample) or
+    /// `auto` (the default: `window`, unless `flush = "all"`, which needs every clear).
     pub sampling: Sampling,
 }
 
@@ -38,8 +39,12 @@ pub struct DamonConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sampling {
-    /// Every sample clears and reads its entry.
+    /// [`Sampling::Window`] unless every cleared leaf is flushed, which only reading
+    /// every sample does: window sampling gives the per-sample counts' distribution
+    /// (docs/models/FIDELITY.md, "DAMON's window sampling") at a fraction of the cost.
     #[default]
+    Auto,
+    /// Every sample clears and reads its entry.
     Each,
     /// An engine that can estimates each region's count per aggregation window
     /// (docs/techniques/DAMON.md, "Window sampling").
@@ -60,7 +65,7 @@ impl Default for DamonConfig {
             min_nr_regions: 10,
             max_nr_regions: 1000,
             flush: FlushPolicy::None,
-            sampling: Sampling::Each,
+            sampling: Sampling::Auto,
         }
     }
 }
@@ -108,13 +113,22 @@ impl Technique for DamonConfig {
             inner: DamonProbe::default(),
             flush: self.flush == FlushPolicy::All,
             pending: vec![],
-            window: (self.sampling == Sampling::Window).then_some(WINDOW_POINTS),
+            window: self.by_window().then_some(WINDOW_POINTS),
         };
         Box::new(RegionMonitor::new(self.attrs(), probe, ctx.rng))
     }
 }
 
 impl DamonConfig {
+    /// Whether an engine that offers it draws whole windows at once ([`Sampling`]).
+    pub fn by_window(&self) -> bool {
+        match self.sampling {
+            Sampling::Auto => self.flush != FlushPolicy::All,
+            Sampling::Each => false,
+            Sampling::Window => true,
+        }
+    }
+
     pub fn attrs(&self) -> RegionAttrs {
         RegionAttrs {
             sample: self.sample.0,
@@ -254,5 +268,23 @@ mod tests {
         };
         let e = flushing.validate().unwrap_err();
         assert!(e.to_string().contains("sampling"), "{e}");
+    }
+
+    #[test]
+    fn auto_sampling_reads_every_sample_only_where_it_flushes() {
+        let auto = DamonConfig::default();
+        assert_eq!(auto.sampling, Sampling::Auto);
+        assert!(auto.by_window());
+        let flushing = DamonConfig {
+            flush: FlushPolicy::All,
+            ..DamonConfig::default()
+        };
+        assert!(flushing.validate().is_ok());
+        assert!(!flushing.by_window());
+        let each = DamonConfig {
+            sampling: Sampling::Each,
+            ..DamonConfig::default()
+        };
+        assert!(!each.by_window());
     }
 }
