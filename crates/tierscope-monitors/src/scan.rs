@@ -16,6 +16,7 @@
 use crate::registry::{BuildContext, Preset, Technique};
 use crate::shared::FlushPolicy;
 use serde::{Deserialize, Serialize};
+use tierscope_core::machine::TABLE_ENTRIES;
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
@@ -154,6 +155,20 @@ struct Pages {
     age: Vec<u16>,
 }
 
+/// Adds a scan's answer `old` for page `i` of `p` to its history (`keep`: the history's
+/// bits) and ages the page when its count of accesses stayed the same.
+fn record(p: &mut Pages, i: usize, old: bool, keep: u8) {
+    let h = &mut p.history[i];
+    let before = h.count_ones();
+    *h = ((*h << 1) | old as u8) & keep;
+    let a = &mut p.age[i];
+    *a = if h.count_ones() == before {
+        a.saturating_add(1)
+    } else {
+        0
+    };
+}
+
 pub struct ScanMonitor {
     cfg: ScanConfig,
     model: CostModel,
@@ -250,19 +265,38 @@ impl ScanMonitor {
                 cleared |= old;
                 idx += 1;
                 budget = budget.saturating_sub(leaf.span());
-                if first_pass {
-                    // The bit was set by whatever happened since the page was mapped.
+                if !first_pass {
+                    record(p, idx - 1, old, keep);
+                }
+                // The rest of this page table within the budget, at once: none of its
+                // entries starts a table, so the walk descends no further for them.
+                let va = p.start + ((idx as u64) << leaf.span_shift());
+                let table_span = leaf.span() * TABLE_ENTRIES;
+                if idx >= n || budget == 0 || va.is_multiple_of(table_span) {
                     continue;
                 }
-                let h = &mut p.history[idx - 1];
-                let before = h.count_ones();
-                *h = ((*h << 1) | old as u8) & keep;
-                let a = &mut p.age[idx - 1];
-                *a = if h.count_ones() == before {
-                    a.saturating_add(1)
-                } else {
-                    0
-                };
+                let table = va - va % table_span;
+                let from = (va - table) >> leaf.span_shift();
+                let count = (TABLE_ENTRIES - from)
+                    .min((n - idx) as u64)
+                    .min(budget.div_ceil(leaf.span()));
+                let mut which = [0u64; 8];
+                for e in from..from + count {
+                    which[(e / 64) as usize] |= 1 << (e % 64);
+                }
+                let mut olds = [0u64; 8];
+                let steps_before = m.cost().walk_steps;
+                m.table_entries_accessed(leaf, table, &which, true, &mut olds);
+                m.cost_mut().walk_steps = steps_before;
+                for e in from..from + count {
+                    let old = olds[(e / 64) as usize] >> (e % 64) & 1 == 1;
+                    cleared |= old;
+                    idx += 1;
+                    budget = budget.saturating_sub(leaf.span());
+                    if !first_pass {
+                        record(p, idx - 1, old, keep);
+                    }
+                }
             }
             if idx >= n {
                 self.cursor = (pi + 1, 0);

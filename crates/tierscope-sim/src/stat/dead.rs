@@ -71,11 +71,34 @@ pub struct DeadEntries {
     /// The chunk [`Self::count`] found last in `counts`, with its count there: a scan
     /// reads a chunk's keys in a row. Forgotten ([`NO_CHUNK`]) when `counts` changes.
     last_read: Cell<(u64, u32)>,
+    /// Keys forgotten from the exact set so far: keys leave it only so, so a table whose
+    /// every key was held when this read `n` holds them all while it still reads `n`.
+    forgotten: u64,
+    /// Per page table (its first entry's key), the value of `forgotten` when all its
+    /// keys were last seen held ([`Self::note_table_held`]).
+    held_tables: FastMap<u64, u64>,
 }
 
 impl DeadEntries {
+    /// Keys forgotten from the exact set so far.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// Whether every key of the page table whose first entry's key is `first` is in the
+    /// exact set: noted so ([`Self::note_table_held`]) with nothing forgotten since.
+    pub fn table_held(&self, first: u64) -> bool {
+        self.held_tables.get(&first) == Some(&self.forgotten)
+    }
+
+    /// Notes that every key of the table whose first entry's key is `first` is in the
+    /// exact set now.
+    pub fn note_table_held(&mut self, first: u64) {
+        self.held_tables.insert(first, self.forgotten);
+    }
+
     /// Whether `key` is in the exact set.
-    fn holds(&self, key: u64) -> bool {
+    pub fn holds(&self, key: u64) -> bool {
         self.filter.may_contain(key) && self.set.contains(&key)
     }
 
@@ -153,6 +176,7 @@ impl DeadEntries {
         if self.order.len() > RECENT_DEAD {
             let old = self.order.pop_front().expect("non-empty");
             self.set.remove(&old);
+            self.forgotten += 1;
             self.count_forgotten(chunk(old).0);
         }
     }
@@ -172,6 +196,7 @@ impl DeadEntries {
     pub fn memory_bytes(&self) -> usize {
         self.set.capacity() * 9
             + self.order.capacity() * 8
+            + self.held_tables.capacity() * 17
             + self.counts.capacity() * 13
             + self.filter.memory_bytes()
     }

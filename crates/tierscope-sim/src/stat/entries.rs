@@ -115,6 +115,16 @@ impl EntryStore {
         self.dead.test_and_clear(key, u)
     }
 
+    /// The dead entries' store, for a whole table's questions.
+    pub fn dead(&self) -> &DeadEntries {
+        &self.dead
+    }
+
+    /// The dead entries' store, to note a table all of whose entries it holds.
+    pub fn dead_mut(&mut self) -> &mut DeadEntries {
+        &mut self.dead
+    }
+
     /// Whether `key` may be in `cleared` (false: it is not).
     pub fn maybe_cleared(&self, key: u64) -> bool {
         self.cleared_filter.may_contain(key)

@@ -9,8 +9,12 @@
 //! [`Machine::scan_table_accessed`]: tierscope_core::Machine::scan_table_accessed
 //! [`scan_table_by_entry`]: tierscope_core::machine::scan_table_by_entry
 
-use tierscope_core::machine::{for_each_selected, TABLE_ENTRIES};
+use tierscope_core::machine::{for_each_selected, table_entries_by_entry, TABLE_ENTRIES};
 use tierscope_core::Level;
+
+/// The most entries of a dead table left out of a test-and-clear that are asked one by
+/// one whether the dead set holds them, to note the whole table held.
+const UNSELECTED_ASKED: u64 = 64;
 
 use super::{dead_span, key, position, target, Bit, Cleared, StatEngine, Target};
 
@@ -52,8 +56,8 @@ impl StatEngine {
     /// [`tierscope_core::Machine::table_entries_accessed`] of a table of base pages inside
     /// one mapping that is kept whole, or that some access reaches (NUMA hinting's scan
     /// clears runs of pages and reads them a second later: a table no access reaches
-    /// stays in the dead set, entry by entry), from its entry block; `None`, having done
-    /// nothing, for any other table.
+    /// stays in the dead set, entry by entry: [`Self::dead_table_entries`]), from its
+    /// entry block; `None`, having done nothing, for any other table.
     pub(super) fn base_table_entries(
         &mut self,
         level: Level,
@@ -65,7 +69,9 @@ impl StatEngine {
         let first = key(Bit::Accessed, level, start);
         let i = match self.entries.scanned_table_of(first) {
             Some(i) => i,
-            None if dead_span(&self.workload, Level::Pmd, start) => return None,
+            None if dead_span(&self.workload, Level::Pmd, start) => {
+                return self.dead_table_entries(level, start, (which, clear), old, steps);
+            }
             None => self.entries.adopt_table(first),
         };
         *old = [0; 8];
@@ -83,6 +89,50 @@ impl StatEngine {
             }
             old[(e / 64) as usize] |= (set as u64) << (e % 64);
         });
+        Some(())
+    }
+
+    /// [`Self::base_table_entries`] of a table no access reaches, whose entries live in
+    /// the dead set. A linear scan test-and-clears every entry of a cold region each pass:
+    /// once a pass has left them all in the dead set's exact part and none has been
+    /// forgotten since, each test-and-clear finds its entry clear and changes nothing, so
+    /// the table answers at once; otherwise entry by entry, noting the table held when
+    /// that leaves every entry in the set. `None` (read by entry) for plain reads.
+    fn dead_table_entries(
+        &mut self,
+        level: Level,
+        start: u64,
+        (which, clear): (&[u64; 8], bool),
+        old: &mut [u64; 8],
+        steps: u32,
+    ) -> Option<()> {
+        if !clear {
+            return None;
+        }
+        let first = key(Bit::Accessed, level, start);
+        let dead = self.entries.dead();
+        if dead.table_held(first) {
+            *old = [0; 8];
+            for_each_selected(which, |_| {
+                self.cost.charge_test_and_clear(steps as u64, false);
+            });
+            return Some(());
+        }
+        let forgotten = dead.forgotten();
+        table_entries_by_entry(self, level, start, (which, clear), old);
+        // The selected entries are in the set now unless some key was forgotten on the
+        // way; the few others are asked (a scan's batch may end inside the table).
+        let dead = self.entries.dead();
+        let unselected =
+            TABLE_ENTRIES - which.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+        if dead.forgotten() == forgotten
+            && unselected <= UNSELECTED_ASKED
+            && (0..TABLE_ENTRIES)
+                .filter(|&e| which[(e / 64) as usize] & (1 << (e % 64)) == 0)
+                .all(|e| dead.holds(first | e))
+        {
+            self.entries.dead_mut().note_table_held(first);
+        }
         Some(())
     }
 
@@ -130,6 +180,10 @@ impl StatEngine {
 mod tests {
     use super::super::tests::{engine, tracked, twin_step};
     use super::*;
+    use crate::stat::dead::RECENT_DEAD;
+
+    /// More dead keys than the dead set holds exactly.
+    const RECENT_DEAD_KEYS: u64 = RECENT_DEAD as u64 + 1;
     use tierscope_core::machine::{scan_table_by_entry, table_entries_by_entry};
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::{parse_masim, Density};
@@ -243,5 +297,68 @@ mod tests {
         assert_eq!(kept, 8);
         assert!(set > 2_000 && clear > 20_000, "{set} set, {clear} clear");
         assert!(selected > 100, "{selected}");
+    }
+
+    #[test]
+    fn a_dead_table_cleared_whole_answers_as_its_entries_one_by_one() {
+        // A linear scan's passes over a region no access reaches: whole tables (and, as a
+        // batch ending inside one, all but a few entries) tested and cleared at once on one
+        // engine, entry by entry on its twin, with single test-and-clears and reads between
+        // the passes. From the second pass the tables answer at once; then the dead set
+        // forgets their keys (a million others cleared after them), and a forgotten key
+        // reads clear only by its chunk's count, which the next pass must ask again.
+        let spec =
+            parse_masim("cold, 64MiB\nhot, 16MiB\n\np\n1000\nhot, 1, 4096, 1, ro\n").unwrap();
+        let (mut a, mut b) = (engine(&spec, 1), engine(&spec, 1));
+        let cold = Level::Pmd.align_down(a.layout.region_starts[0] + (2 << 20) - 1);
+        let tables: Vec<u64> = (0..31).map(|i| cold + i * (2 << 20)).collect();
+        let mut rng = Rng::new(5);
+        let mut set_after_forgetting = 0;
+        for pass in 0..6 {
+            if pass == 4 {
+                for e in [&mut a, &mut b] {
+                    for k in 0..RECENT_DEAD_KEYS {
+                        e.entries
+                            .clear_dead(key(Bit::Accessed, Level::Pte, (1 << 44) + (k << 12)));
+                    }
+                }
+                assert!(tables.iter().all(|&t| !a.entries.dead().table_held(key(
+                    Bit::Accessed,
+                    Level::Pte,
+                    t
+                ))));
+            }
+            for &t in &tables {
+                let mut which = [u64::MAX; 8];
+                if pass != 1 && rng.below(4) == 0 {
+                    // The batch ends a few entries before the table does.
+                    which[7] >>= 1 + rng.below(40);
+                }
+                let (mut got, mut want) = ([0; 8], [0; 8]);
+                a.table_entries_accessed(Level::Pte, t, &which, true, &mut got);
+                table_entries_by_entry(&mut b, Level::Pte, t, (&which, true), &mut want);
+                assert_eq!(got, want, "pass {pass}");
+                if pass == 4 {
+                    set_after_forgetting += got.iter().map(|w| w.count_ones()).sum::<u32>();
+                }
+                let va = t + rng.below(512) * 4096;
+                assert_eq!(
+                    a.test_and_clear_accessed(Level::Pte, va),
+                    b.test_and_clear_accessed(Level::Pte, va)
+                );
+                assert_eq!(a.accessed(Level::Pte, va), b.accessed(Level::Pte, va));
+                assert_eq!(a.cost, b.cost);
+            }
+            if pass == 1 {
+                // The first pass left the tables whole in the set: they answer at once.
+                assert!(tables.iter().all(|&t| a.entries.dead().table_held(key(
+                    Bit::Accessed,
+                    Level::Pte,
+                    t
+                ))));
+            }
+        }
+        // Forgotten keys read set by their chunk's count: asked again, not answered clear.
+        assert!(set_after_forgetting > 100, "{set_after_forgetting}");
     }
 }
