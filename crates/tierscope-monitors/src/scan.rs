@@ -265,6 +265,8 @@ impl ScanMonitor {
                 cleared |= old;
                 idx += 1;
                 budget = budget.saturating_sub(leaf.span());
+                // In the first pass the bit was set by whatever happened since the page
+                // was mapped: it only clears.
                 if !first_pass {
                     record(p, idx - 1, old, keep);
                 }

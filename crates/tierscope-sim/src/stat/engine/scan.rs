@@ -12,11 +12,11 @@
 use tierscope_core::machine::{for_each_selected, table_entries_by_entry, TABLE_ENTRIES};
 use tierscope_core::Level;
 
+use super::{dead_span, key, position, target, Bit, Cleared, StatEngine, Target};
+
 /// The most entries of a dead table left out of a test-and-clear that are asked one by
 /// one whether the dead set holds them, to note the whole table held.
 const UNSELECTED_ASKED: u64 = 64;
-
-use super::{dead_span, key, position, target, Bit, Cleared, StatEngine, Target};
 
 impl StatEngine {
     /// [`tierscope_core::Machine::scan_table_accessed`] of a table of base pages that
@@ -181,13 +181,13 @@ mod tests {
     use super::super::tests::{engine, tracked, twin_step};
     use super::*;
     use crate::stat::dead::RECENT_DEAD;
-
-    /// More dead keys than the dead set holds exactly.
-    const RECENT_DEAD_KEYS: u64 = RECENT_DEAD as u64 + 1;
     use tierscope_core::machine::{scan_table_by_entry, table_entries_by_entry};
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::{parse_masim, Density};
     use tierscope_core::{Flush, Machine};
+
+    /// More dead keys than the dead set holds exactly.
+    const RECENT_DEAD_KEYS: u64 = RECENT_DEAD as u64 + 1;
 
     #[test]
     fn a_whole_table_read_answers_as_its_entries_read_one_by_one() {
