@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="where to write the re-rendered ledger")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the result equals EARLIER")
     args = ap.parse_args(argv)
-    earlier = args.earlier.read_text(encoding="utf-8")
+    try:
+        earlier = args.earlier.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"claims_rerender: {args.earlier}: cannot read it ({e})", file=sys.stderr)
+        return 2
     try:
         text, rows = rerender(earlier)
     except (ValueError, ledger.LedgerError) as e:

@@ -241,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.gaussian_hits is not None:
+        if not args.gaussian_hits > 0:
+            ap.error(f"--gaussian-hits must be a positive rate, not {args.gaussian_hits:g}")
         hits = gaussian_get_hits(args.gaussian_hits, 2400.0)
         print(f"{args.gaussian_hits:g} ops/s, 2,400 s, empty store: GETs hitting {hits:.4f}")
         return 0

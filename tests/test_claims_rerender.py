@@ -3,6 +3,8 @@ values, each status kept where the printed digits hide a bound's side."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import load_script
@@ -38,3 +40,12 @@ def test_a_value_on_the_earlier_status_side_within_the_rounding() -> None:
     # No value printed as 1.5 is reproduced (1.8-2.2): refused.
     with pytest.raises(ValueError):
         mod.consistent(c, 1.5, "reproduced")
+
+
+def test_an_unreadable_ledger_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = load_script("claims_rerender")
+    assert mod.main([str(tmp_path / "missing.md"), "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("claims_rerender: ") and "missing.md" in err[0]

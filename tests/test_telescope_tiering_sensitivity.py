@@ -139,3 +139,11 @@ def test_gaussian_get_hits_from_an_empty_store() -> None:
     assert mod.gaussian_get_hits(0.0, 2400.0) == 0.0
     slow, fast = mod.gaussian_get_hits(62.0, 2400.0), mod.gaussian_get_hits(15000.0, 2400.0)
     assert 0.9 < slow < fast < 1.0
+
+
+@pytest.mark.parametrize("rate", ["0", "-5"])
+def test_gaussian_hits_needs_a_positive_rate(rate: str) -> None:
+    mod = load_script("telescope_tiering_sensitivity")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--gaussian-hits", rate])
+    assert e.value.code == 2
