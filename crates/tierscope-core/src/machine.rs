@@ -193,6 +193,16 @@ pub fn for_each_selected(which: &[u64; 8], mut f: impl FnMut(u64)) {
     }
 }
 
+/// The selection ([`Machine::table_entries_accessed`]'s `which`) of a table's entries
+/// `entries` (a range within `0..TABLE_ENTRIES`).
+pub fn select_entries(entries: std::ops::Range<u64>) -> [u64; 8] {
+    let mut which = [0u64; 8];
+    for k in entries {
+        which[(k / 64) as usize] |= 1 << (k % 64);
+    }
+    which
+}
+
 /// [`Machine::table_entries_accessed`] one entry at a time.
 pub fn table_entries_by_entry<M: Machine + ?Sized>(
     m: &mut M,

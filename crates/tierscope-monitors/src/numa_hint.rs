@@ -21,7 +21,7 @@
 
 use crate::registry::{BuildContext, Preset, Technique};
 use serde::{Deserialize, Serialize};
-use tierscope_core::machine::{for_each_selected, TABLE_ENTRIES};
+use tierscope_core::machine::{for_each_selected, select_entries, TABLE_ENTRIES};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
@@ -232,13 +232,9 @@ fn for_each_table(leaf: Level, run: AddrRange, mut f: impl FnMut(u64, &[u64; 8])
     while va < run.end {
         let table = va & !(table_span - 1);
         let end = run.end.min(table + table_span);
-        let mut which = [0; 8];
-        while va < end {
-            let k = (va - table) / step;
-            which[(k / 64) as usize] |= 1 << (k % 64);
-            va += step;
-        }
-        f(table, &which);
+        let (from, to) = ((va - table) / step, (end - table).div_ceil(step));
+        f(table, &select_entries(from..to));
+        va = table + to * step;
     }
 }
 

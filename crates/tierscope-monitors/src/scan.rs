@@ -16,7 +16,7 @@
 use crate::registry::{BuildContext, Preset, Technique};
 use crate::shared::FlushPolicy;
 use serde::{Deserialize, Serialize};
-use tierscope_core::machine::TABLE_ENTRIES;
+use tierscope_core::machine::{select_entries, TABLE_ENTRIES};
 use tierscope_core::units::{Duration, Size, NS_PER_MS};
 use tierscope_core::FeedKind;
 use tierscope_core::{
@@ -282,10 +282,7 @@ impl ScanMonitor {
                 let count = (TABLE_ENTRIES - from)
                     .min((n - idx) as u64)
                     .min(budget.div_ceil(leaf.span()));
-                let mut which = [0u64; 8];
-                for e in from..from + count {
-                    which[(e / 64) as usize] |= 1 << (e % 64);
-                }
+                let which = select_entries(from..from + count);
                 let mut olds = [0u64; 8];
                 let steps_before = m.cost().walk_steps;
                 m.table_entries_accessed(leaf, table, &which, true, &mut olds);
