@@ -252,8 +252,8 @@ pub struct NemoMonitor {
     mux: Option<Multiplexer>,
     /// Sorted by key (and so by address: keys are physical page numbers).
     pages: Vec<Page>,
-    /// Indices into `pages` of those read by the last scan, ascending: the window's
-    /// reports (a scan reads a batch of the pages; visiting all of them every window
+    /// Indices into `pages` of those the last scan read with a sample, ascending: the
+    /// window's reports (a scan reads a batch of the pages; visiting all of them every window
     /// cost more than the rest of a terabyte run).
     read_now: Vec<usize>,
     /// The skewness counters' multiplexer (`skew_pipelines` > 0).
@@ -364,13 +364,14 @@ impl NemoMonitor {
                 next = i + 1;
                 let p = &mut pages[i];
                 let total = p.residue + states[0];
-                // Most pages of a window are below the period: no division for them.
-                (p.samples, p.residue) = if total < period {
-                    (0, total)
+                // Most pages of a window are below the period: no division for them,
+                // and nothing to report (nor to sort below).
+                if total < period {
+                    (p.samples, p.residue) = (0, total);
                 } else {
-                    (total / period, total % period)
-                };
-                read.push(i);
+                    (p.samples, p.residue) = (total / period, total % period);
+                    read.push(i);
+                }
             }
         })
         .expect("programmed keys and regions are valid");
@@ -389,6 +390,7 @@ impl NemoMonitor {
             .read_now
             .iter()
             .map(|&i| &self.pages[i])
+            // A page a wrapping batch read twice keeps its second count.
             .filter(|p| p.samples > 0)
             .map(|p| RegionReport {
                 start: p.va,
