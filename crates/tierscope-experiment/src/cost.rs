@@ -7,9 +7,13 @@ use std::sync::OnceLock;
 use tierscope_core::{CostCounters, OpCounter};
 use tierscope_monitors::MonitorConfig;
 
-/// Counters the engines charge themselves (the simulated PML's log-full exits). A monitor
+/// Counters the engines charge themselves (the simulated PML's log-full exits, the
+/// statistical engine's window sampling's flips its counts do not vouch for). A monitor
 /// declares its own in its file ([`tierscope_monitors::registry::Technique::counters`]).
-const ENGINE_COUNTERS: [&OpCounter; 1] = [&tierscope_sim::pml::PML_EXITS];
+const ENGINE_COUNTERS: [&OpCounter; 2] = [
+    &tierscope_sim::pml::PML_EXITS,
+    &tierscope_sim::stat::engine::BITS_CLEARED_UNSURE,
+];
 
 /// Every technique counter a run's output lists: the monitors' in registry order, then the
 /// engines'.
@@ -74,6 +78,7 @@ mod tests {
             "nemo_translation_writes",
             "nemo_interrupts",
             "pml_exits",
+            "bits_cleared_unsure",
         ];
         want.sort_unstable();
         assert_eq!(unique, want);

@@ -74,6 +74,10 @@ def rows_for(
                 "gcycles": m["cycles"] / 1e9,
                 "paper_gcycles": paper.TABLE2_GCYCLES.get((name, monitor)),
                 "bits_flipped": m["bits_cleared"],
+                # Window sampling's DAMON counts every clear as a flip (an upper bound);
+                # its counts vouch for this many (a lower bound). Exact elsewhere.
+                "bits_flipped_at_least": m["bits_cleared"]
+                - m.get("cost", {}).get("bits_cleared_unsure", 0),
                 "cpu_percent": m["cpu_percent"],
                 "app_slowdown": m.get("app_slowdown"),
             }
@@ -163,7 +167,17 @@ def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
         )
         for r in quality
     ]
-    c = [("experiment", "monitor", "Gcycles", "paper Gcycles (Table 2)", "bits flipped", "cpu %")]
+    c = [
+        (
+            "experiment",
+            "monitor",
+            "Gcycles",
+            "paper Gcycles (Table 2)",
+            "bits flipped",
+            "at least",
+            "cpu %",
+        )
+    ]
     c += [
         (
             r["experiment"],
@@ -171,6 +185,7 @@ def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
             f"{r['gcycles']:.2f}",
             "-" if r["paper_gcycles"] is None else f"{r['paper_gcycles']:.2f}",
             f"{r['bits_flipped']:,}",
+            f"{r.get('bits_flipped_at_least', r['bits_flipped']):,}",
             f"{r['cpu_percent']:.3f}",
         )
         for r in cost

@@ -9,6 +9,8 @@
 mod scan;
 mod windows;
 
+pub use windows::BITS_CLEARED_UNSURE;
+
 use std::cell::Cell;
 
 use super::caches::RegionCaches;
