@@ -88,12 +88,8 @@ PYO3_ENV = $(if $(PYO3_CONFIG),PYO3_CONFIG_FILE=$(PYO3_CONFIG) PYO3_BUILD_EXTENS
 	PYO3_PYTHON=$(abspath $(BIN))/python PYTHON_SYS_EXECUTABLE=$(abspath $(BIN))/python \
 	PYO3_ENVIRONMENT_SIGNATURE=$$($(BIN)/python -c 'import sys; \
 	print(f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-64bit")'))
-# pytest runs on two workers (pytest-xdist; these machines have 2 cores), a file's tests on
-# one worker (`--dist loadfile`), so a module's fixture is built once: the wheel of
-# tests/test_wheel.py was built by both workers when its tests were split between them
-# (`xdist_group` would say it per module, but pytest 9.2 drops its grouping,
-# pytest-dev/pytest-xdist#1386). The session's quick ledger is read by one test only, so it
-# runs once (tests/conftest.py). PYTEST_ARGS passes
+# pytest runs on two workers (pytest-xdist; these machines have 2 cores); the session's quick
+# ledger is read by one test only, so it runs once (tests/conftest.py). PYTEST_ARGS passes
 # more options, e.g. `make test PYTEST_ARGS="--durations=30"`.
 PYTEST_ARGS ?=
 test: build-test browser musl apps
@@ -103,7 +99,7 @@ test: build-test browser musl apps
 	env $(PYO3_ENV) cargo test --workspace --profile $(TEST_PROFILE) --doc
 	$(BIN)/ruff check python tests scripts
 	TIERSCOPE_TEST_RAY=require TIERSCOPE_BUILD_PROFILE=$(TEST_PROFILE) \
-		$(BIN)/pytest -q -n 2 --dist loadfile tests $(PYTEST_ARGS)
+		$(BIN)/pytest -q -n 2 tests $(PYTEST_ARGS)
 
 # The experiments behind docs/results/RESULTS.md, run through the CLI, then their tables.
 RESULTS := default multiphase-64g-4g-hot multiphase-64g-1g-hot heap-1g heap-10g heap-64g \
