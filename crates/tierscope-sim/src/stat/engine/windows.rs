@@ -457,15 +457,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn window_counts_match_per_sample_reads_on_average() {
-        // A gaussian hot set (a few points per region): regions from its centre to its
-        // tail, of several sizes, and one in memory no pattern touches.
+    /// A cold GiB, then a GiB read at random under a gaussian (sigma 20 MiB) around its
+    /// middle.
+    fn gaussian_hot_set() -> WorkloadSpec {
         let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
         spec.phases[0].patterns[0].density = Density::Gaussian {
             mean: 0.5,
             sigma: 0.02,
         };
+        spec
+    }
+
+    #[test]
+    fn window_counts_match_per_sample_reads_on_average() {
+        // A gaussian hot set (a few points per region): regions from its centre to its
+        // tail, of several sizes, and one in memory no pattern touches.
+        let mut spec = gaussian_hot_set();
         let starts = engine(&spec, 2).layout.region_starts.clone();
         let mb = 1i64 << 20;
         let centre = (starts[1] + (512 << 20)) as i64;
@@ -513,11 +520,7 @@ mod tests {
         // Small regions on a gaussian's flank (2, 3 and 5 sigmas out): 256 entries each,
         // re-picked about five times in 1,200 samples, so per sample many clears find the
         // bit still clear and counting every clear as a flip overshoots.
-        let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
-        spec.phases[0].patterns[0].density = Density::Gaussian {
-            mean: 0.5,
-            sigma: 0.02,
-        };
+        let spec = gaussian_hot_set();
         let starts = engine(&spec, 2).layout.region_starts.clone();
         let centre = starts[1] + (512 << 20);
         let regions: Vec<AddrRange> = [40u64, 60, 100]
@@ -555,11 +558,7 @@ mod tests {
 
     #[test]
     fn window_counts_are_the_same_per_seed() {
-        let mut spec = parse_masim("cold, 1GiB\nhot, 1GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
-        spec.phases[0].patterns[0].density = Density::Gaussian {
-            mean: 0.5,
-            sigma: 0.02,
-        };
+        let spec = gaussian_hot_set();
         let run = || {
             let mut e = engine(&spec, 2);
             let hot = e.layout.region_starts[1];
