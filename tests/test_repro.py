@@ -61,3 +61,31 @@ def test_unknown_experiment_is_bad_input(tmp_path: Path) -> None:
     assert "--only" in r.stderr and "moonbase" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_cost_rows_give_window_samplings_range_of_bits_flipped() -> None:
+    from tierscope.studies.telescope import format_tables, rows_for
+
+    def monitor(cost: dict[str, int]) -> dict[str, object]:
+        return {
+            "precision": 1.0,
+            "recall": 1.0,
+            "cycles": 1e9,
+            "bits_cleared": 500,
+            "cpu_percent": 0.1,
+            "cost": cost,
+        }
+
+    metrics = {
+        "monitors": {
+            "damon-mod": monitor({"bits_cleared": 500, "bits_cleared_unsure": 470}),
+            "telescope-bnd": monitor({"bits_cleared": 500, "bits_cleared_unsure": 0}),
+            "damon-agg": monitor({"bits_cleared": 500}),  # a build before the counter
+        }
+    }
+    _, cost = rows_for("subtb-1g", metrics)
+    at_least = {r["monitor"]: r["bits_flipped_at_least"] for r in cost}
+    assert at_least == {"damon-mod": 30, "telescope-bnd": 500, "damon-agg": None}
+    assert all(r["bits_flipped"] == 500 for r in cost)
+    table = format_tables([], cost).splitlines()
+    assert table[-1].split()[-2] == "-" and table[-3].split()[-2] == "30"

@@ -74,15 +74,21 @@ def rows_for(
                 "gcycles": m["cycles"] / 1e9,
                 "paper_gcycles": paper.TABLE2_GCYCLES.get((name, monitor)),
                 "bits_flipped": m["bits_cleared"],
-                # Window sampling's DAMON counts every clear as a flip (an upper bound);
-                # its counts vouch for this many (a lower bound). Exact elsewhere.
-                "bits_flipped_at_least": m["bits_cleared"]
-                - m.get("cost", {}).get("bits_cleared_unsure", 0),
+                "bits_flipped_at_least": _flips_at_least(m),
                 "cpu_percent": m["cpu_percent"],
                 "app_slowdown": m.get("app_slowdown"),
             }
         )
     return quality, cost
+
+
+def _flips_at_least(m: dict[str, Any]) -> int | None:
+    """The fewest bits a monitor's run flipped: window sampling's DAMON counts every clear
+    as a flip (`bits_cleared`, an upper bound) and its window counts vouch for all but
+    `bits_cleared_unsure`; exact for every other run (none unsure). None for a run of a
+    build before that counter (every run's cost lists it, zero when never charged)."""
+    unsure = m.get("cost", {}).get("bits_cleared_unsure")
+    return None if unsure is None else m["bits_cleared"] - unsure
 
 
 def seed_sweep(
@@ -185,7 +191,7 @@ def format_tables(quality: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
             f"{r['gcycles']:.2f}",
             "-" if r["paper_gcycles"] is None else f"{r['paper_gcycles']:.2f}",
             f"{r['bits_flipped']:,}",
-            f"{r.get('bits_flipped_at_least', r['bits_flipped']):,}",
+            "-" if r.get("bits_flipped_at_least") is None else f"{r['bits_flipped_at_least']:,}",
             f"{r['cpu_percent']:.3f}",
         )
         for r in cost

@@ -150,9 +150,8 @@ def telescope(quality: Sequence[Row], cost: Sequence[Row]) -> dict[str, Any]:
     def damon_over_telescope(e: str, k: str, damon_k: str | None = None) -> float | None:
         # DAMON's side may read another key: its bits flipped are a range under window
         # sampling, and "DAMON flips more" is only shown by its lower end.
-        dk = damon_k or k
         damon = _min(
-            cost_by[(e, m)].get(dk, cost_by[(e, m)][k])
+            cost_by[(e, m)].get(damon_k or k)
             for m in ("damon-mod", "damon-agg")
             if (e, m) in cost_by
         )

@@ -305,7 +305,7 @@ impl WindowSampler for StatEngine {
                     continue;
                 }
             }
-            let flips_before = self.cost_mut().bits_cleared;
+            let flips_before = self.cost().bits_cleared;
             let count = self.region_count(w, *r, first_flush, &per_interval);
             let cost = self.cost_mut();
             let unsure = (cost.bits_cleared - flips_before).saturating_sub(u64::from(count));
