@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import leftovers, run_cli
+from tierscope.cli import INTERRUPTED
 
 
 def assert_bad_input(proc, *needles: str) -> str:
@@ -239,5 +240,5 @@ def test_ctrl_c_cancels_and_leaves_nothing(workdir: Path) -> None:
     proc.send_signal(signal.SIGINT)
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 130
-    assert err.strip() == "tierscope: interrupted; nothing was written"
+    assert err.strip() == f"tierscope: {INTERRUPTED}"
     assert_nothing_written(workdir)

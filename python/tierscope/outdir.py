@@ -70,6 +70,12 @@ def set_command(argv: Sequence[str]) -> None:
     _command = ["tierscope", *argv]
 
 
+def command_args() -> list[str] | None:
+    """The command line `set_command` recorded (without "tierscope"), None when none was:
+    a sweep's worker processes record their caller's (tierscope.sweep.processes)."""
+    return None if _command is None else _command[1:]
+
+
 def cannot_write(display: str, e: OSError) -> OutputError:
     """The one-line error for an OSError while writing `display`."""
     reason = e.strerror or str(e) or type(e).__name__

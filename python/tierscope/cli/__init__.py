@@ -28,6 +28,9 @@ from tierscope.cli import validate as validate_cmd
 #: Exit status for bad input, as argparse uses for bad options.
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+#: What an interrupted command says: an output is all or nothing, but a sweep keeps
+#: the runs it finished (and resumes from them).
+INTERRUPTED = "interrupted; nothing half-written was kept (a sweep keeps the runs it finished)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except (KeyboardInterrupt, Cancelled):
-        print("tierscope: interrupted; nothing was written", file=sys.stderr)
+        print(f"tierscope: {INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except RunError as e:
         print(f"tierscope: run failed: {e}", file=sys.stderr)

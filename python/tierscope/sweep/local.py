@@ -1,6 +1,7 @@
 """The local executor: up to `jobs` runs at once on this machine, each on its own Rust
 thread, driven from the calling thread (no worker processes: a run costs its simulation
-and nothing else). Ctrl-C cancels the runs in flight and joins them."""
+and nothing else). Ctrl-C cancels the runs in flight and joins them. A sweep that writes
+each run's outputs runs them in worker processes instead (`tierscope.sweep.processes`)."""
 
 from __future__ import annotations
 

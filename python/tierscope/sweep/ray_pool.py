@@ -10,18 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tierscope import outdir
 from tierscope.experiment import config_error
 from tierscope.sweep.local import OnDone, OnFailed, OnProgress
+from tierscope.sweep.processes import run_document
 from tierscope.sweep.spec import SweepRun
-
-
-def _run_document(doc: dict[str, Any], out: str | None) -> dict[str, Any]:
-    """One run, on a Ray worker: the experiment document in, its metrics out."""
-    import tierscope
-
-    # The store's runs/ is ours: an earlier output of a run that was stopped before its
-    # rows were stored is replaced.
-    return tierscope.run(doc, out=out, progress=False, threads=1, force=True).metrics
 
 
 def run_ray(
@@ -43,11 +36,12 @@ def run_ray(
     ray.init(
         address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True
     )
-    task = ray.remote(num_cpus=1)(_run_document)
+    task = ray.remote(num_cpus=1)(run_document)
+    command = outdir.command_args()
     pending: dict[Any, SweepRun] = {}
     for r in runs:
         out = str(outputs / r.id) if outputs is not None else None
-        pending[task.remote(r.experiment.to_dict(), out)] = r
+        pending[task.remote(r.experiment.to_dict(), out, command)] = r
     finished = 0
     try:
         while pending:

@@ -15,6 +15,7 @@ from tierscope.plot import figure_formats
 from tierscope.progress import ProgressBar
 from tierscope.results import RunResult
 from tierscope.sweep.local import run_local
+from tierscope.sweep.processes import run_processes
 from tierscope.sweep.spec import SweepRun, SweepSource, expand_sweep
 from tierscope.sweep.store import Store, claim_store
 
@@ -150,7 +151,14 @@ def _run_claimed(
             def on_start(r: SweepRun) -> None:
                 started[r.id] = time.monotonic()
 
-            run_local(pending, n, on_done, on_failed, on_progress, on_start)
+            if outputs and n > 1 and len(pending) > 1:
+                # Outputs are drawn under the GIL: written by worker processes, not one
+                # after another on this thread (tierscope.sweep.processes).
+                run_processes(
+                    pending, n, directory / "runs", on_done, on_failed, on_progress, on_start
+                )
+            else:
+                run_local(pending, n, on_done, on_failed, on_progress, on_start)
     finally:
         if bar is not None:
             bar.close()
