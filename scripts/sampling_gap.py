@@ -8,8 +8,9 @@ once many seeds show it.
   once per mode, through the `run_summary` example; compares precision, recall, F1 and the
   mean number of regions per monitor;
 - `tiering MONITOR`: `bench_speed one MONITOR:each telescope-rule SIZE DURATION SEED`
-  against `MONITOR:window` (memtier, gaussian keys, the Telescope rule); compares the
-  speed-up over all-slow and the bytes promoted.
+  against `MONITOR:window` (memtier, gaussian keys, the Telescope rule; MONITOR a DAMON or
+  a Telescope preset, whose `sampling` takes the same two values); compares the speed-up
+  over all-slow and the bytes promoted.
 
 Each row gives both modes' mean with its standard error, the difference (window minus each),
 Welch's t test's and the Mann-Whitney U test's two-sided p-values, and the ratio of the
@@ -205,7 +206,9 @@ def main() -> None:
     s.add_argument("--phase", type=int, help="the workload's phase of this index alone")
     s.add_argument("--duration", help="the run's duration instead of the file's, e.g. 30s")
     t = sub.add_parser("tiering", help="bench_speed's tiering case, speed-up and promoted GB")
-    t.add_argument("monitor", choices=["damon-mod", "damon-agg"])
+    t.add_argument(
+        "monitor", choices=["damon-mod", "damon-agg", "telescope-bnd", "telescope-flx"]
+    )
     t.add_argument("--size", default="1TB")
     t.add_argument("--duration", default="60s")
     for p in (s, t):

@@ -152,10 +152,12 @@ pub trait WriteLog {
     fn drain_tables(&mut self, out: &mut Vec<AddrRange>);
 }
 
-/// DAMON's sampling of one aggregation window, asked of an engine all at once: sampling
-/// interval `k` (`0 <= k < samples`) clears the ACCESSED bit of the leaf entry under a
-/// random address of each region at `start + k * sample` and reads it one `sample` later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// DAMON's (or Telescope's) sampling of one aggregation window, asked of an engine all at
+/// once: sampling interval `k` (`0 <= k < samples`) clears the ACCESSED bit of the entry
+/// ([`WindowEntry`]) under a random address of each region at `start + k * sample`,
+/// flushes as [`WindowFlush`] says once every region is cleared, and reads it one
+/// `sample` later.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WindowSampling {
     pub start: Nanos,
     pub sample: Nanos,
@@ -163,6 +165,57 @@ pub struct WindowSampling {
     /// How many (address, interval) points per region the engine may evaluate to
     /// estimate the region's probability of finding the bit set.
     pub points: u32,
+    pub entry: WindowEntry,
+    pub flush: WindowFlush,
+}
+
+/// Which entry over a sample's address is cleared and read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WindowEntry {
+    /// The leaf (DAMON).
+    Leaf,
+    /// The highest entry, from the root down to above the leaf, whose span overshoots the
+    /// region by at most `overshoot[level.index()]` of the span ([`entry_qualifies`]),
+    /// else the leaf (Telescope; `bounded` is all zeros).
+    Highest { overshoot: [f64; 5] },
+}
+
+/// What a pass of samples flushes once every region's entry is cleared: every cleared
+/// entry's span (`All`) or those above the leaf (`Upper`), page by page up to
+/// [`FLUSH_CEILING_PAGES`] pages in all, else everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFlush {
+    None,
+    Upper,
+    All,
+}
+
+/// Whether the entry at `level` over `va` overshoots `r` by at most `overshoot` of its
+/// span (0: lies inside it): Telescope's rule for the entry it may profile.
+pub fn entry_qualifies(level: Level, va: u64, r: AddrRange, overshoot: f64) -> bool {
+    let start = level.align_down(va);
+    let end = start.saturating_add(level.span());
+    let outside = r.start.saturating_sub(start) + end.saturating_sub(r.end);
+    outside as f64 <= overshoot * level.span() as f64
+}
+
+/// The level [`WindowEntry::Highest`] profiles for `va` in region `r`, over a `leaf`
+/// mapping, with paging rooted at `root`.
+pub fn highest_entry(
+    r: AddrRange,
+    va: u64,
+    leaf: Level,
+    root: Level,
+    overshoot: &[f64; 5],
+) -> Level {
+    let mut l = root;
+    while l > leaf {
+        if entry_qualifies(l, va, r, overshoot[l.index()]) {
+            return l;
+        }
+        l = l.down().expect("above the leaf");
+    }
+    leaf
 }
 
 /// An engine that estimates DAMON's per-sample reads per aggregation window instead of

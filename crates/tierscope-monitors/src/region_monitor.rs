@@ -5,7 +5,7 @@
 
 use crate::regions::{three_regions, Region, Regions};
 use crate::shared::RegionAttrs;
-use tierscope_core::machine::WindowSampling;
+use tierscope_core::machine::{WindowEntry, WindowFlush, WindowSampling};
 use tierscope_core::rng::Rng;
 use tierscope_core::{AddrRange, Intervals, Machine, Monitor, Nanos, Snapshot};
 
@@ -36,6 +36,12 @@ pub trait Probe: Send {
     /// counts at once, when the probe allows that (`None`: every sample is read).
     fn window_points(&self) -> Option<u32> {
         None
+    }
+
+    /// Which entry each sample clears and what a pass flushes, for a [`WindowSampler`]
+    /// (the leaf and nothing: DAMON).
+    fn window_rule(&self) -> (WindowEntry, WindowFlush) {
+        (WindowEntry::Leaf, WindowFlush::None)
     }
 }
 
@@ -152,11 +158,14 @@ impl<P: Probe> RegionMonitor<P> {
             self.ranges_scratch.clear();
             self.ranges_scratch
                 .extend(regions.list.iter().map(|r| AddrRange::new(r.start, r.end)));
+            let (entry, flush) = self.probe.window_rule();
             let w = WindowSampling {
                 start: self.window_start,
                 sample: self.attrs.sample,
                 samples: samples as u32,
                 points,
+                entry,
+                flush,
             };
             m.window_sampler()
                 .expect("window sampling was chosen where the engine offers it")

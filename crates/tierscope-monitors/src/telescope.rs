@@ -4,18 +4,18 @@
 //! accepts entries that overshoot by at most a per-level fraction of their span.
 //! docs/techniques/TELESCOPE.md records the readings chosen where the paper is open.
 
-use crate::damon::DamonConfig;
+use crate::damon::{DamonConfig, WINDOW_POINTS};
 use crate::region_monitor::{Probe, RegionMonitor};
 use crate::regions::Region;
 use crate::registry::{BuildContext, Preset, Technique};
 use crate::shared::{FlushPolicy, RegionAttrs};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use tierscope_core::machine::FLUSH_CEILING_PAGES;
+use tierscope_core::machine::{entry_qualifies, WindowEntry, WindowFlush, FLUSH_CEILING_PAGES};
 use tierscope_core::rng::Rng;
 use tierscope_core::units::Duration;
 use tierscope_core::FeedKind;
-use tierscope_core::{FieldError, Flush, Level, Machine, Monitor};
+use tierscope_core::{AddrRange, FieldError, Flush, Level, Machine, Monitor};
 
 /// How Telescope picks the page-table level to profile for a region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +104,22 @@ pub struct TelescopeConfig {
     pub flex_threshold: LevelThresholds,
     pub entry_pick: EntryPick,
     pub flush: FlushPolicy,
+    /// How the samples are read: `each` (the default: every sample's entry cleared,
+    /// flushed and read) or `window` (on the statistical engine, each region's count of a
+    /// whole aggregation window drawn at once, an approximation: docs/models/FIDELITY.md,
+    /// "Telescope's window sampling"; other engines read each sample).
+    pub sampling: Sampling,
+}
+
+/// How Telescope's samples are evaluated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// Every sample clears, flushes and reads its entry.
+    #[default]
+    Each,
+    /// An engine that can estimates each region's count per aggregation window.
+    Window,
 }
 
 impl Default for TelescopeConfig {
@@ -119,6 +135,7 @@ impl Default for TelescopeConfig {
             flex_threshold: LevelThresholds::default(),
             entry_pick: EntryPick::Address,
             flush: FlushPolicy::Upper,
+            sampling: Sampling::Each,
         }
     }
 }
@@ -152,6 +169,12 @@ impl Technique for TelescopeConfig {
     }
 
     fn validate(&self) -> Result<(), FieldError> {
+        if self.sampling == Sampling::Window && self.entry_pick == EntryPick::Uniform {
+            return Err(FieldError::new(
+                "sampling",
+                "\"window\" draws each sample's address in the region, as entry_pick = \"address\" does; \"uniform\" needs sampling = \"each\"",
+            ));
+        }
         self.attrs().validate()?;
         self.flex_threshold.validate()
     }
@@ -203,10 +226,12 @@ impl TelescopeProbe {
         let end = start.saturating_add(level.span());
         match self.cfg.variant {
             Variant::Bounded => start >= r.start && end <= r.end,
-            Variant::Flex => {
-                let outside = r.start.saturating_sub(start) + end.saturating_sub(r.end);
-                outside as f64 <= self.cfg.flex_threshold.get(level) * level.span() as f64
-            }
+            Variant::Flex => entry_qualifies(
+                level,
+                va,
+                AddrRange::new(r.start, r.end),
+                self.cfg.flex_threshold.get(level),
+            ),
         }
     }
 
@@ -313,5 +338,90 @@ impl Probe for TelescopeProbe {
 
     fn regions_changed(&mut self, _: &[Region]) {
         self.covers.clear();
+    }
+
+    fn window_points(&self) -> Option<u32> {
+        (self.cfg.sampling == Sampling::Window).then_some(WINDOW_POINTS)
+    }
+
+    fn window_rule(&self) -> (WindowEntry, WindowFlush) {
+        let overshoot = match self.cfg.variant {
+            Variant::Bounded => [0.0; 5],
+            Variant::Flex => Level::ALL.map(|l| self.cfg.flex_threshold.get(l)),
+        };
+        let flush = match self.cfg.flush {
+            FlushPolicy::None => WindowFlush::None,
+            FlushPolicy::Upper => WindowFlush::Upper,
+            FlushPolicy::All => WindowFlush::All,
+        };
+        (WindowEntry::Highest { overshoot }, flush)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierscope_core::machine::highest_entry;
+    use tierscope_core::testing::FakeMachine;
+    use tierscope_core::PageSize;
+
+    #[test]
+    fn window_sampling_is_told_the_probes_own_entry_rule() {
+        // What the engine is told to pick ([`Probe::window_rule`]) is what the probe picks,
+        // for both variants, over regions of every alignment in a 2 TiB mapping.
+        let base = 1u64 << 40;
+        let mut m = FakeMachine::new(&[(base, base + (2 << 40), PageSize::Base4K)]);
+        let root = m.paging().root();
+        let mut rng = Rng::new(5);
+        for variant in [Variant::Bounded, Variant::Flex] {
+            let probe = TelescopeProbe::new(TelescopeConfig {
+                variant,
+                sampling: Sampling::Window,
+                ..TelescopeConfig::default()
+            });
+            let (WindowEntry::Highest { overshoot }, WindowFlush::Upper) = probe.window_rule()
+            else {
+                panic!("Telescope's entries and flushes")
+            };
+            assert_eq!(probe.window_points(), Some(WINDOW_POINTS));
+            let mut above = 0;
+            for _ in 0..5000 {
+                let bits = 12 + rng.below(30);
+                let len = 4096 + rng.below(1 << bits);
+                let start = base + rng.below((2 << 40) - len);
+                let r = Region {
+                    start,
+                    end: start + len,
+                    nr_accesses: 0,
+                    last_nr_accesses: 0,
+                    age: 0,
+                    sampling_addr: start,
+                };
+                let va = rng.range(r.start, r.end);
+                let range = AddrRange::new(r.start, r.end);
+                let want = probe.level_for(va, &r, &mut m);
+                assert_eq!(highest_entry(range, va, Level::Pte, root, &overshoot), want);
+                above += usize::from(want > Level::Pmd);
+            }
+            assert!(above > 500, "{above}");
+        }
+        let each = TelescopeProbe::new(TelescopeConfig::default());
+        assert_eq!(each.window_points(), None, "each sample by default");
+    }
+
+    #[test]
+    fn window_sampling_needs_address_picks() {
+        let cfg = TelescopeConfig {
+            sampling: Sampling::Window,
+            entry_pick: EntryPick::Uniform,
+            ..TelescopeConfig::default()
+        };
+        let e = cfg.validate().unwrap_err();
+        assert!(e.to_string().contains("sampling"), "{e}");
+        let cfg = TelescopeConfig {
+            entry_pick: EntryPick::Uniform,
+            ..TelescopeConfig::default()
+        };
+        assert!(cfg.validate().is_ok());
     }
 }

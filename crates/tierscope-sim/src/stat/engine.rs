@@ -7,6 +7,7 @@
 //! order in which entries are read.
 
 mod scan;
+mod upper_windows;
 mod windows;
 
 pub use windows::BITS_CLEARED_UNSURE;

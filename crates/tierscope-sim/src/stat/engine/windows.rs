@@ -57,14 +57,14 @@
 use super::{unit, StatEngine};
 use crate::stat::density::Pattern;
 use crate::stat::walks::{log_no_load, Target, World};
-use tierscope_core::machine::{WindowSampler, WindowSampling};
+use tierscope_core::machine::{WindowEntry, WindowSampler, WindowSampling};
 use tierscope_core::rng::mix64;
 use tierscope_core::workload::{PatternKind, Spread};
 use tierscope_core::OpCounter;
 use tierscope_core::{AddrRange, Machine};
 
 /// Salts the hashes of this module apart from the per-entry reads'.
-const SALT: u64 = 0x7769_6e64_6f77;
+pub(super) const SALT: u64 = 0x7769_6e64_6f77;
 
 /// Test-and-clears window sampling counts in `bits_cleared` as flips without its count
 /// vouching for them (the module's notes): `bits_cleared` minus these is a lower bound on
@@ -131,7 +131,7 @@ impl StatEngine {
 
 /// A window's expected count at a region's densest page below which its samples there are
 /// all clear in 99 windows of 100, however the estimate weighs that page.
-const NEGLIGIBLE_COUNT: f64 = 0.01;
+pub(super) const NEGLIGIBLE_COUNT: f64 = 0.01;
 
 impl StatEngine {
     /// Whether a few points stand for `r` (its count drawn from their estimate): every
@@ -180,7 +180,7 @@ impl StatEngine {
 }
 
 /// Per pattern, its accesses (over every thread) in each sampling interval of `w`.
-fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
+pub(super) fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
     let bounds: Vec<u64> = (0..=u64::from(w.samples))
         .map(|k| e.workload.count_at(w.start + k * w.sample))
         .collect();
@@ -203,7 +203,11 @@ fn accesses_per_interval(e: &StatEngine, w: WindowSampling) -> Vec<Vec<u64>> {
 
 /// Whether the accesses of the patterns reaching `r` are alike in every interval (their
 /// sum within a tenth of its largest, or none at all).
-fn intervals_alike(patterns: &[Pattern], r: AddrRange, per_interval: &[Vec<u64>]) -> bool {
+pub(super) fn intervals_alike(
+    patterns: &[Pattern],
+    r: AddrRange,
+    per_interval: &[Vec<u64>],
+) -> bool {
     let reaching = || {
         patterns
             .iter()
@@ -235,7 +239,7 @@ impl StatEngine {
     ) -> u32 {
         let samples = u64::from(w.samples);
         let len = r.len() as u128;
-        let h_region = mix64(self.seed ^ mix64(r.start ^ mix64(r.end ^ mix64(w.start ^ SALT))));
+        let h_region = self.region_hash(w, r);
         if !self.points_stand_for(w, r, first_flush, per_interval) {
             return self.sample_each(w, r, h_region, first_flush);
         }
@@ -268,12 +272,19 @@ impl StatEngine {
 
     /// The start of the huge page `r` lies inside and the steps of a walk to its leaf
     /// entry; `None` when `r` is unmapped, on 4 KiB pages or over more than one page.
-    fn huge_page_holding(&self, r: AddrRange) -> Option<(u64, u64)> {
+    pub(super) fn huge_page_holding(&self, r: AddrRange) -> Option<(u64, u64)> {
         let leaf = self.leaf_of(r.start)?;
         let start = leaf.align_down(r.start);
         let inside = leaf.span() > 4096 && r.end <= start + leaf.span();
         let steps = (self.paging.root().index() - leaf.index() + 1) as u64;
         inside.then_some((start, steps))
+    }
+}
+
+impl StatEngine {
+    /// The hash a region's draws of window `w` start from.
+    pub(super) fn region_hash(&self, w: WindowSampling, r: AddrRange) -> u64 {
+        mix64(self.seed ^ mix64(r.start ^ mix64(r.end ^ mix64(w.start ^ SALT))))
     }
 }
 
@@ -283,6 +294,9 @@ impl WindowSampler for StatEngine {
         if w.samples == 0 {
             out.resize(regions.len(), 0);
             return;
+        }
+        if let WindowEntry::Highest { overshoot } = w.entry {
+            return self.sample_window_highest(w, &overshoot, regions, out);
         }
         let window_start = self.workload.count_at(w.start);
         // Flushes before the window apply to no interval of it.
@@ -321,9 +335,10 @@ mod tests {
     use super::*;
     use crate::config::SimMachine;
     use crate::WorkloadParams;
+    use tierscope_core::machine::{highest_entry, WindowFlush, FLUSH_CEILING_PAGES};
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::{parse_masim, Density, WorkloadSpec};
-    use tierscope_core::{Engine, Level};
+    use tierscope_core::{Engine, Flush, Level};
 
     fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
         engine_on(&SimMachine::default(), spec, seed)
@@ -425,6 +440,8 @@ mod tests {
                 sample,
                 samples,
                 points: 8,
+                entry: WindowEntry::Leaf,
+                flush: tierscope_core::machine::WindowFlush::None,
             };
             let counts = per_sample(&mut exact_engine, regions, w, &mut rng);
             window_engine.advance_to(w.start + samples as u64 * sample);
@@ -536,6 +553,8 @@ mod tests {
                 sample: 5_000_000,
                 samples: 40,
                 points: 8,
+                entry: WindowEntry::Leaf,
+                flush: tierscope_core::machine::WindowFlush::None,
             };
             per_sample(&mut per_sample_engine, &regions, w, &mut rng);
             window_engine.advance_to(w.start + 40 * 5_000_000);
@@ -571,6 +590,8 @@ mod tests {
                 sample: 5_000_000,
                 samples: 40,
                 points: 8,
+                entry: WindowEntry::Leaf,
+                flush: tierscope_core::machine::WindowFlush::None,
             };
             let mut out = vec![];
             e.sample_window(w, &regions, &mut out);
@@ -666,5 +687,173 @@ mod tests {
         let c = e.cost();
         assert_eq!(c.clear_ops, 1200 * regions.len() as u64);
         assert_eq!(c.entries_read, c.clear_ops + 1200 * 2);
+    }
+
+    /// Telescope's per-sample passes, as its probe makes them: every region's pick read
+    /// one interval after its clear; each pass picks an address per region and the highest
+    /// entry over it that qualifies, test-and-clears them, then flushes the spans of those
+    /// above the leaf (`flush = "upper"`) page by page up to 33 pages, else everything.
+    fn per_sample_telescope(
+        e: &mut StatEngine,
+        regions: &[AddrRange],
+        w: WindowSampling,
+        rng: &mut Rng,
+    ) -> Vec<u32> {
+        let WindowEntry::Highest { overshoot } = w.entry else {
+            panic!("Telescope's entries")
+        };
+        let root = e.paging.root();
+        let mut counts = vec![0; regions.len()];
+        let mut picks = vec![(Level::Pte, 0u64); regions.len()];
+        for k in 0..=w.samples as u64 {
+            e.advance_to(w.start + k * w.sample);
+            for (i, &(level, va)) in picks.iter().enumerate() {
+                if k > 0 && e.accessed(level, va) == Some(true) {
+                    counts[i] += 1;
+                }
+            }
+            if k == w.samples as u64 {
+                break;
+            }
+            let mut pending = vec![];
+            for (i, r) in regions.iter().enumerate() {
+                let va = rng.range(r.start, r.end);
+                let leaf = e.leaf_of(va).unwrap_or(Level::Pte);
+                let level = highest_entry(*r, va, leaf, root, &overshoot);
+                picks[i] = (level, va);
+                let cleared = e.test_and_clear_accessed(level, va).is_some();
+                let flush = match w.flush {
+                    WindowFlush::None => false,
+                    WindowFlush::Upper => e.leaf_of(va) != Some(level),
+                    WindowFlush::All => true,
+                };
+                if cleared && flush {
+                    pending.push((level.align_down(va), level.align_down(va) + level.span()));
+                }
+            }
+            let pages: u64 = pending.iter().map(|(s, e)| (e - s) >> 12).sum();
+            if pages > FLUSH_CEILING_PAGES {
+                e.flush(Flush::All);
+            } else {
+                for &(start, end) in &pending {
+                    e.flush(Flush::Range { start, end });
+                }
+            }
+        }
+        counts
+    }
+
+    /// Per region, per-sample Telescope and window sampling over 30 windows of 40 samples
+    /// on twin engines of `spec`, with the entry rule `overshoot` and `flush`; and the two
+    /// engines' costs (clears, reads, full flushes).
+    fn telescope_totals(
+        spec: &WorkloadSpec,
+        regions: &[AddrRange],
+        overshoot: [f64; 5],
+        flush: WindowFlush,
+    ) -> (Moments, Moments, [(u64, u64, u64); 2]) {
+        let mut exact_engine = engine(spec, 2);
+        let mut window_engine = engine(spec, 2);
+        let (mut exact, mut est) = (Moments::default(), Moments::default());
+        let (mut rng, mut out) = (Rng::new(3), vec![]);
+        for win in 0..30u64 {
+            let w = WindowSampling {
+                start: win * 40 * 5_000_000,
+                sample: 5_000_000,
+                samples: 40,
+                points: 8,
+                entry: WindowEntry::Highest { overshoot },
+                flush,
+            };
+            exact.add(&per_sample_telescope(
+                &mut exact_engine,
+                regions,
+                w,
+                &mut rng,
+            ));
+            window_engine.advance_to(w.start + 40 * 5_000_000);
+            window_engine.sample_window(w, regions, &mut out);
+            est.add(&out);
+        }
+        assert_eq!(window_engine.entries.cleared.len(), 0, "no entry kept");
+        let costs = [&exact_engine, &window_engine].map(|e| {
+            let c = e.cost();
+            (c.clear_ops, c.entries_read, c.flushes_full)
+        });
+        (exact, est, costs)
+    }
+
+    #[test]
+    fn telescope_window_counts_match_its_per_sample_reads() {
+        // 3 GiB read uniformly at 10 M/s: per 5 ms interval a 1 GiB entry is walked into
+        // thousands of times, a 2 MiB one about 32 times, a 4 KiB page 0.06 times, but
+        // only an access missing the TLB and the paging-structure caches loads an entry:
+        // the region's (at most four) 1 GiB entries never leave the 4-entry PDPTE cache
+        // unless a flush empties it. Regions: one over an aligned GiB with 2 MiB and 4 KiB
+        // entries at its edges (runs of three levels, which the points weigh by their
+        // bytes), one of 2 MiB entries, one of 4 KiB pages only, and one in memory no
+        // pattern touches. Bounded and flex with Telescope's flushes, and bounded without.
+        let spec = parse_masim("cold, 1GiB\nhot, 3GiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
+        let starts = engine(&spec, 2).layout.region_starts.clone();
+        let (mb, gb) = (1u64 << 20, 1u64 << 30);
+        let hot = starts[1];
+        let g = (hot + 400 * mb + gb - 1) & !(gb - 1);
+        let regions = [
+            AddrRange::new(g - 300 * mb - 12 * 1024, g + gb + 300 * mb),
+            AddrRange::new(hot + 2 * mb, hot + 66 * mb),
+            AddrRange::new(hot + 80 * mb + 20 * 1024, hot + 81 * mb),
+            AddrRange::new(starts[0], starts[0] + 256 * mb),
+        ];
+        assert!(regions[0].end <= hot + 3 * gb);
+        let flex = [0.25, 0.25, 0.15, 0.15, 0.15];
+        for (overshoot, flush) in [
+            ([0.0; 5], WindowFlush::Upper),
+            (flex, WindowFlush::Upper),
+            ([0.0; 5], WindowFlush::None),
+        ] {
+            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, overshoot, flush);
+            assert_close(&exact, &est);
+            assert_eq!(est.sum[3], 0, "a dead region is never found accessed");
+            // Every sample clears and reads its entry; every pass flushes everything (it
+            // clears an entry above the leaf) or nothing.
+            assert_eq!(a, b);
+            if flush == WindowFlush::Upper {
+                assert_eq!(b.2, 1200);
+                assert!(exact.sum[0] > 1100 && exact.sum[1] > 1100, "{exact:?}");
+            } else {
+                assert_eq!(b.2, 0);
+                // The 1 GiB entry stays cached: a third of the region's bytes set it.
+                assert!((300..700).contains(&exact.sum[0]), "{exact:?}");
+            }
+        }
+        // The first region alone flushes: each pass's flush is its own entry's.
+        let (exact, est, [a, b]) = telescope_totals(
+            &spec,
+            &[regions[0], regions[2]],
+            [0.0; 5],
+            WindowFlush::Upper,
+        );
+        assert_close(&exact, &est);
+        assert_eq!(a, b);
+        assert!(exact.sum[0] > 1100, "{exact:?}");
+
+        // The flushes the other regions' entries cause: 4 MiB read in turns with the
+        // 3 GiB, whose pages the TLB keeps while it runs alone. Per sample a page of it
+        // is found set in most intervals where the pass before flushed everything (the
+        // first region's entries), and in few where nothing flushed.
+        let spec = parse_masim(
+            "cold, 1GiB\nhot, 3GiB\nsmall, 4MiB\n\np\n1000\nhot, 1, 4096, 1\nsmall, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let small = engine(&spec, 2).layout.region_starts[2];
+        let regions = [regions[0], AddrRange::new(small + 4096, small + mb)];
+        let mut counts = vec![];
+        for flush in [WindowFlush::Upper, WindowFlush::None] {
+            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, [0.0; 5], flush);
+            assert_close(&exact, &est);
+            assert_eq!(a, b);
+            counts.push(exact.sum[1]);
+        }
+        assert!(counts[0] > 600 && counts[1] < 300, "{counts:?}");
     }
 }
