@@ -743,20 +743,20 @@ mod tests {
         counts
     }
 
-    /// Per region, per-sample Telescope and window sampling over 30 windows of 40 samples
-    /// on twin engines of `spec`, with the entry rule `overshoot` and `flush`; and the two
-    /// engines' costs (clears, reads, full flushes).
+    /// Per region, per-sample Telescope and window sampling over `windows` windows of 40
+    /// samples on twin engines of `spec`, with the entry rule `overshoot` and `flush`; and
+    /// the two engines' costs (clears, reads, full flushes).
     fn telescope_totals(
         spec: &WorkloadSpec,
         regions: &[AddrRange],
-        overshoot: [f64; 5],
-        flush: WindowFlush,
+        (overshoot, flush): ([f64; 5], WindowFlush),
+        windows: u64,
     ) -> (Moments, Moments, [(u64, u64, u64); 2]) {
         let mut exact_engine = engine(spec, 2);
         let mut window_engine = engine(spec, 2);
         let (mut exact, mut est) = (Moments::default(), Moments::default());
         let (mut rng, mut out) = (Rng::new(3), vec![]);
-        for win in 0..30u64 {
+        for win in 0..windows {
             let w = WindowSampling {
                 start: win * 40 * 5_000_000,
                 sample: 5_000_000,
@@ -811,7 +811,7 @@ mod tests {
             (flex, WindowFlush::Upper),
             ([0.0; 5], WindowFlush::None),
         ] {
-            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, overshoot, flush);
+            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, (overshoot, flush), 30);
             assert_close(&exact, &est);
             assert_eq!(est.sum[3], 0, "a dead region is never found accessed");
             // Every sample clears and reads its entry; every pass flushes everything (it
@@ -827,12 +827,8 @@ mod tests {
             }
         }
         // The first region alone flushes: each pass's flush is its own entry's.
-        let (exact, est, [a, b]) = telescope_totals(
-            &spec,
-            &[regions[0], regions[2]],
-            [0.0; 5],
-            WindowFlush::Upper,
-        );
+        let upper = ([0.0; 5], WindowFlush::Upper);
+        let (exact, est, [a, b]) = telescope_totals(&spec, &[regions[0], regions[2]], upper, 30);
         assert_close(&exact, &est);
         assert_eq!(a, b);
         assert!(exact.sum[0] > 1100, "{exact:?}");
@@ -849,11 +845,56 @@ mod tests {
         let regions = [regions[0], AddrRange::new(small + 4096, small + mb)];
         let mut counts = vec![];
         for flush in [WindowFlush::Upper, WindowFlush::None] {
-            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, [0.0; 5], flush);
+            let (exact, est, [a, b]) = telescope_totals(&spec, &regions, ([0.0; 5], flush), 30);
             assert_close(&exact, &est);
             assert_eq!(a, b);
             counts.push(exact.sum[1]);
         }
         assert!(counts[0] > 600 && counts[1] < 300, "{counts:?}");
+    }
+
+    #[test]
+    fn telescope_window_counts_on_the_needle_match_per_sample() {
+        // The paper's needle (50 MB read in 5 TB), on fixed regions: cold beside it, over
+        // its start, inside, over its end (1 GiB entries, one of 40 holding it), cold
+        // beyond. 300 windows: the totals within four binomial deviations, the counts'
+        // window-to-window variance alike (per sample it is the binomial's).
+        let spec = parse_masim(
+            "cold_top, 2500GB\nneedle, 50MB\ncold_bottom, 2500GB\n\np\n1000\nneedle, 1, 4096, 1\n",
+        )
+        .unwrap();
+        let n = engine(&spec, 2).layout.region_starts[1];
+        let (kb, mb, gb) = (1u64 << 10, 1u64 << 20, 1u64 << 30);
+        let regions = [
+            AddrRange::new(n - 300 * gb, n - 256 * kb),
+            AddrRange::new(n - 256 * kb, n + 20 * mb),
+            AddrRange::new(n + 20 * mb, n + 30 * mb),
+            AddrRange::new(n + 30 * mb, n + 40 * gb),
+            AddrRange::new(n + 40 * gb, n + 700 * gb),
+        ];
+        let flex = [0.25, 0.25, 0.15, 0.15, 0.15];
+        for overshoot in [[0.0; 5], flex] {
+            let (exact, est, [a, b]) =
+                telescope_totals(&spec, &regions, (overshoot, WindowFlush::Upper), 300);
+            assert_eq!(a, b);
+            let variance = |m: &Moments, i: usize| {
+                let mean = m.sum[i] as f64 / 300.0;
+                m.squares[i] as f64 / 300.0 - mean * mean
+            };
+            for i in 0..regions.len() {
+                let (x, y) = (exact.sum[i], est.sum[i]);
+                let p = (x + y) as f64 / 24_000.0;
+                let tolerance = 4.0 * (24_000.0 * p * (1.0 - p)).sqrt() + 3.0;
+                assert!(x.abs_diff(y) as f64 <= tolerance, "{exact:?} {est:?}");
+                let (vx, vy) = (variance(&exact, i), variance(&est, i));
+                assert!(
+                    vy <= 1.5 * vx + 0.05 && vx <= 1.5 * vy + 0.05,
+                    "{i}: {vx} {vy}"
+                );
+            }
+            assert!(exact.sum[1] > 11_000 && exact.sum[2] == 12_000, "{exact:?}");
+            assert!((1..100).contains(&exact.sum[3]), "{exact:?}");
+            assert_eq!(exact.sum[0] + exact.sum[4] + est.sum[0] + est.sum[4], 0);
+        }
     }
 }
