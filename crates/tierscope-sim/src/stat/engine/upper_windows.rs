@@ -150,8 +150,22 @@ impl StatEngine {
         let root = self.paging.root();
         let (level, leaf_of_va) = match shape.leaf {
             Some(leaf) => {
+                // Inside one mapping of `leaf` pages: the entry exists, under that leaf
+                // (what `locate` answers, without its search).
                 let i = shape.runs.partition_point(|run| run.1 <= va);
-                (shape.runs[i].2, Some(leaf))
+                let level = shape.runs[i].2;
+                let flushed = match flush {
+                    WindowFlush::None => false,
+                    WindowFlush::Upper => level != leaf,
+                    WindowFlush::All => true,
+                };
+                return Pick {
+                    va,
+                    level,
+                    leaf,
+                    steps: (root.index() - level.index() + 1) as u64,
+                    flush_pages: if flushed { level.span() >> 12 } else { 0 },
+                };
             }
             None => {
                 let leaf = self.leaf_of(va);
