@@ -23,7 +23,7 @@
 
 use super::windows::{accesses_per_interval, intervals_alike, NEGLIGIBLE_COUNT, SALT};
 use super::{unit, StatEngine, BITS_CLEARED_UNSURE};
-use crate::stat::walks::{log_no_load, Target, World, ALL_FRESH};
+use crate::stat::walks::ALL_FRESH;
 use tierscope_core::machine::{highest_entry, WindowFlush, WindowSampling, FLUSH_CEILING_PAGES};
 use tierscope_core::rng::mix64;
 use tierscope_core::workload::{PatternKind, Spread};
@@ -202,23 +202,7 @@ impl StatEngine {
         if p.steps == 0 || self.is_dead(p.level, p.va) {
             return 0.0;
         }
-        let span_start = p.level.align_down(p.va);
-        let t = Target {
-            level: p.level,
-            leaf: p.leaf,
-            span: AddrRange::new(span_start, span_start.saturating_add(p.level.span())),
-            stores_only: false,
-        };
-        let (ia, ib) = (self.workload.count_at(t0), self.workload.count_at(t1));
-        let events = &self.flushes.events[first_flush..];
-        let from = first_flush + events.partition_point(|f| f.at < ia);
-        let world = World {
-            workload: &self.workload,
-            caches: &self.caches,
-            schedules: &self.schedules,
-        };
-        let ln = log_no_load(&world, t, ia, ib, fresh, &self.flushes.events[from..]);
-        -ln.exp_m1()
+        self.p_set_entry((p.level, p.leaf), p.va, (t0, t1), fresh, first_flush)
     }
 
     /// The window's counts under [`tierscope_core::machine::WindowEntry::Highest`].

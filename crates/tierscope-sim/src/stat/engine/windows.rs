@@ -61,7 +61,7 @@ use tierscope_core::machine::{WindowEntry, WindowSampler, WindowSampling};
 use tierscope_core::rng::mix64;
 use tierscope_core::workload::{PatternKind, Spread};
 use tierscope_core::OpCounter;
-use tierscope_core::{AddrRange, Machine};
+use tierscope_core::{AddrRange, Level, Machine};
 
 /// Salts the hashes of this module apart from the per-entry reads'.
 pub(super) const SALT: u64 = 0x7769_6e64_6f77;
@@ -85,11 +85,28 @@ impl StatEngine {
         if self.is_dead(leaf, va) {
             return Some((0.0, steps));
         }
-        let span_start = leaf.align_down(va);
+        Some((
+            self.p_set_entry((leaf, leaf), va, (t0, t1), 0, first_flush),
+            steps,
+        ))
+    }
+
+    /// The probability that the entry of `level` over `va` (whose walk ends at `leaf`),
+    /// cleared at `t0` with the caches in `fresh` empty for it, is found set at `t1`;
+    /// the flushes from `first_flush` on count.
+    pub(super) fn p_set_entry(
+        &self,
+        (level, leaf): (Level, Level),
+        va: u64,
+        (t0, t1): (u64, u64),
+        fresh: u8,
+        first_flush: usize,
+    ) -> f64 {
+        let span_start = level.align_down(va);
         let t = Target {
-            level: leaf,
+            level,
             leaf,
-            span: AddrRange::new(span_start, span_start + leaf.span()),
+            span: AddrRange::new(span_start, span_start.saturating_add(level.span())),
             stores_only: false,
         };
         let (ia, ib) = (self.workload.count_at(t0), self.workload.count_at(t1));
@@ -100,8 +117,8 @@ impl StatEngine {
             caches: &self.caches,
             schedules: &self.schedules,
         };
-        let ln = log_no_load(&world, t, ia, ib, 0, &self.flushes.events[from..]);
-        Some((-ln.exp_m1(), steps))
+        let ln = log_no_load(&world, t, ia, ib, fresh, &self.flushes.events[from..]);
+        -ln.exp_m1()
     }
 
     /// The window's count for `r` with every sample evaluated: a uniformly random address
