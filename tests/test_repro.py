@@ -89,3 +89,14 @@ def test_cost_rows_give_window_samplings_range_of_bits_flipped() -> None:
     assert all(r["bits_flipped"] == 500 for r in cost)
     table = format_tables([], cost).splitlines()
     assert table[-1].split()[-2] == "-" and table[-3].split()[-2] == "30"
+    # DAMON over Telescope reads DAMON's lower end, and not DAMON-MOD's alone when
+    # DAMON-AGG's is unknown.
+    from tierscope.studies.trends import telescope as derived
+
+    quality, cost = rows_for("subtb-1g", metrics)
+    ratio = derived(quality, cost)["damon_over_telescope_min"]
+    assert ratio["bits_flipped"] is None and ratio["bits_flipped_upper"] == 1.0
+    del metrics["monitors"]["damon-agg"]
+    quality, cost = rows_for("subtb-1g", metrics)
+    ratio = derived(quality, cost)["damon_over_telescope_min"]
+    assert ratio["bits_flipped"] == 30 / 500 and ratio["bits_flipped_upper"] == 1.0

@@ -149,12 +149,14 @@ def telescope(quality: Sequence[Row], cost: Sequence[Row]) -> dict[str, Any]:
 
     def damon_over_telescope(e: str, k: str, damon_k: str | None = None) -> float | None:
         # DAMON's side may read another key: its bits flipped are a range under window
-        # sampling, and "DAMON flips more" is only shown by its lower end.
-        damon = _min(
+        # sampling, and "DAMON flips more" is only shown by its lower end. One DAMON's
+        # value unknown (a run of a build before that key) leaves the fewer unknown.
+        damons = [
             cost_by[(e, m)].get(damon_k or k)
             for m in ("damon-mod", "damon-agg")
             if (e, m) in cost_by
-        )
+        ]
+        damon = None if None in damons else _min(damons)
         tel = _max(cost_by[(e, m)][k] for m in tele if (e, m) in cost_by)
         return _ratio(damon, tel)
 
