@@ -220,19 +220,23 @@ impl TelescopeProbe {
         }
     }
 
+    /// How far an entry at `level` may overshoot a region, as a fraction of its span:
+    /// nothing for bounded, the level's threshold for flex.
+    fn overshoot(&self, level: Level) -> f64 {
+        match self.cfg.variant {
+            Variant::Bounded => 0.0,
+            Variant::Flex => self.cfg.flex_threshold.get(level),
+        }
+    }
+
     /// Whether the entry at `level` containing `va` may profile region `r`.
     fn qualifies(&self, level: Level, va: u64, r: &Region) -> bool {
-        let start = level.align_down(va);
-        let end = start.saturating_add(level.span());
-        match self.cfg.variant {
-            Variant::Bounded => start >= r.start && end <= r.end,
-            Variant::Flex => entry_qualifies(
-                level,
-                va,
-                AddrRange::new(r.start, r.end),
-                self.cfg.flex_threshold.get(level),
-            ),
-        }
+        entry_qualifies(
+            level,
+            va,
+            AddrRange::new(r.start, r.end),
+            self.overshoot(level),
+        )
     }
 
     /// The highest qualifying level for the entry containing `va`, at least the leaf.
@@ -345,10 +349,7 @@ impl Probe for TelescopeProbe {
     }
 
     fn window_rule(&self) -> (WindowEntry, WindowFlush) {
-        let overshoot = match self.cfg.variant {
-            Variant::Bounded => [0.0; 5],
-            Variant::Flex => Level::ALL.map(|l| self.cfg.flex_threshold.get(l)),
-        };
+        let overshoot = Level::ALL.map(|l| self.overshoot(l));
         let flush = match self.cfg.flush {
             FlushPolicy::None => WindowFlush::None,
             FlushPolicy::Upper => WindowFlush::Upper,
