@@ -31,9 +31,8 @@ use tierscope_experiment::{parse_experiment, Format, Progress};
 
 /// Every monitor with a policy it can feed: the Telescope rule for access checks, HeMem
 /// for samples and counts, TPP for hint faults. `PRESET:MODE` is DAMON or Telescope with
-/// `sampling = "MODE"`: DAMON's default estimates each region's samples of an aggregation
-/// window at once, `:each` reads every sample; Telescope's default reads every sample,
-/// `:window` (opt-in) estimates them.
+/// `sampling = "MODE"`: their defaults estimate each region's samples of an aggregation
+/// window at once, `:each` reads every sample.
 const CASES: &[(&str, &str)] = &[
     ("damon-mod", "telescope-rule"),
     ("damon-agg", "telescope-rule"),
@@ -41,8 +40,8 @@ const CASES: &[(&str, &str)] = &[
     ("damon-agg:each", "telescope-rule"),
     ("telescope-bnd", "telescope-rule"),
     ("telescope-flx", "telescope-rule"),
-    ("telescope-bnd:window", "telescope-rule"),
-    ("telescope-flx:window", "telescope-rule"),
+    ("telescope-bnd:each", "telescope-rule"),
+    ("telescope-flx:each", "telescope-rule"),
     ("split-hint", "telescope-rule"),
     ("pruned-walk", "telescope-rule"),
     ("pebs-agg", "hemem"),

@@ -104,10 +104,11 @@ pub struct TelescopeConfig {
     pub flex_threshold: LevelThresholds,
     pub entry_pick: EntryPick,
     pub flush: FlushPolicy,
-    /// How the samples are read: `each` (the default: every sample's entry cleared,
-    /// flushed and read) or `window` (on the statistical engine, each region's count of a
-    /// whole aggregation window drawn at once, an approximation: docs/models/FIDELITY.md,
-    /// "Telescope's window sampling"; other engines read each sample).
+    /// How the samples are read: `each` (every sample's entry cleared, flushed and read),
+    /// `window` (on the statistical engine, each region's count of a whole aggregation
+    /// window drawn at once, an approximation: docs/models/FIDELITY.md, "Telescope's window
+    /// sampling"; other engines read each sample) or `auto` (the default: `window`, unless
+    /// `entry_pick = "uniform"`, whose picks only reading every sample draws).
     pub sampling: Sampling,
 }
 
@@ -115,8 +116,13 @@ pub struct TelescopeConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sampling {
-    /// Every sample clears, flushes and reads its entry.
+    /// [`Sampling::Window`] unless `entry_pick = "uniform"` (one of a region's largest
+    /// entries picked whatever its size), which window sampling does not draw: it gives the per-sample counts'
+    /// distribution (docs/models/FIDELITY.md, "Telescope's window sampling") at a fraction
+    /// of the cost.
     #[default]
+    Auto,
+    /// Every sample clears, flushes and reads its entry.
     Each,
     /// An engine that can estimates each region's count per aggregation window.
     Window,
@@ -135,7 +141,7 @@ impl Default for TelescopeConfig {
             flex_threshold: LevelThresholds::default(),
             entry_pick: EntryPick::Address,
             flush: FlushPolicy::Upper,
-            sampling: Sampling::Each,
+            sampling: Sampling::Auto,
         }
     }
 }
@@ -189,6 +195,15 @@ impl Technique for TelescopeConfig {
 }
 
 impl TelescopeConfig {
+    /// Whether an engine that offers it draws whole windows at once ([`Sampling`]).
+    pub fn by_window(&self) -> bool {
+        match self.sampling {
+            Sampling::Auto => self.entry_pick != EntryPick::Uniform,
+            Sampling::Each => false,
+            Sampling::Window => true,
+        }
+    }
+
     pub fn attrs(&self) -> RegionAttrs {
         RegionAttrs {
             sample: self.sample.0,
@@ -345,7 +360,7 @@ impl Probe for TelescopeProbe {
     }
 
     fn window_points(&self) -> Option<u32> {
-        (self.cfg.sampling == Sampling::Window).then_some(WINDOW_POINTS)
+        self.cfg.by_window().then_some(WINDOW_POINTS)
     }
 
     fn window_rule(&self) -> (WindowEntry, WindowFlush) {
@@ -406,8 +421,17 @@ mod tests {
             }
             assert!(above > 500, "{above}");
         }
-        let each = TelescopeProbe::new(TelescopeConfig::default());
-        assert_eq!(each.window_points(), None, "each sample by default");
+        let each = TelescopeProbe::new(TelescopeConfig {
+            sampling: Sampling::Each,
+            ..TelescopeConfig::default()
+        });
+        assert_eq!(each.window_points(), None);
+        let auto = TelescopeProbe::new(TelescopeConfig::default());
+        assert_eq!(
+            auto.window_points(),
+            Some(WINDOW_POINTS),
+            "window by default"
+        );
     }
 
     #[test]
@@ -424,5 +448,7 @@ mod tests {
             ..TelescopeConfig::default()
         };
         assert!(cfg.validate().is_ok());
+        assert!(!cfg.by_window(), "auto reads uniform picks every sample");
+        assert!(TelescopeConfig::default().by_window());
     }
 }
