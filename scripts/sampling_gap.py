@@ -5,8 +5,8 @@ regions split and merge on noisy counts), so a difference seen in three seeds is
 once many seeds show it.
 
 - `summary EXPERIMENT`: every DAMON monitor of the file (the others are dropped) per seed,
-  once per mode, through the `run_summary` example; compares precision, recall, F1 and the
-  mean number of regions per monitor;
+  once per mode, through the `run_summary` example; compares precision, recall, F1, CPU %
+  (cycles) and the mean number of regions per monitor;
 - `tiering MONITOR`: `bench_speed one MONITOR:each telescope-rule SIZE DURATION SEED`
   against `MONITOR:window` (memtier, gaussian keys, the Telescope rule; MONITOR a DAMON or
   a Telescope preset, whose `sampling` takes the same two values); compares the speed-up
@@ -86,15 +86,22 @@ def variant(
 
 
 def parse_summary(text: str) -> dict[str, Measures]:
-    """`run_summary`'s monitor table: per monitor, precision, recall, F1 and regions."""
+    """`run_summary`'s monitor table: per monitor, precision, recall, F1, CPU % (the cost
+    model's cycles over the run's) and regions."""
     out: dict[str, Measures] = {}
     lines = text.splitlines()
     for line in lines[1:]:
         cols = line.split()
         if len(cols) != 9 or line.startswith("policy"):
             break
-        prec, recall, f1, _cpu, _bits, regions = (float(c) for c in cols[1:7])
-        out[cols[0]] = {"precision": prec, "recall": recall, "f1": f1, "regions": regions}
+        prec, recall, f1, cpu, _bits, regions = (float(c) for c in cols[1:7])
+        out[cols[0]] = {
+            "precision": prec,
+            "recall": recall,
+            "f1": f1,
+            "cpu_percent": cpu,
+            "regions": regions,
+        }
     if not out:
         raise ValueError(f"no monitor table in run_summary's output:\n{text}")
     return out
@@ -200,15 +207,19 @@ def table(runs: dict[str, list[Measures]]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("summary", help="an experiment file's DAMON monitors, F1 and regions")
+    s = sub.add_parser(
+        "summary", help="an experiment file's DAMON (or --presets) monitors: F1, CPU %% and regions"
+    )
     s.add_argument("experiment", type=Path)
-    s.add_argument("--presets", default="", help="DAMON presets to run instead of the file's")
+    s.add_argument(
+        "--presets",
+        default="",
+        help="DAMON or Telescope presets to run instead of the file's DAMON monitors",
+    )
     s.add_argument("--phase", type=int, help="the workload's phase of this index alone")
     s.add_argument("--duration", help="the run's duration instead of the file's, e.g. 30s")
     t = sub.add_parser("tiering", help="bench_speed's tiering case, speed-up and promoted GB")
-    t.add_argument(
-        "monitor", choices=["damon-mod", "damon-agg", "telescope-bnd", "telescope-flx"]
-    )
+    t.add_argument("monitor", choices=["damon-mod", "damon-agg", "telescope-bnd", "telescope-flx"])
     t.add_argument("--size", default="1TB")
     t.add_argument("--duration", default="60s")
     for p in (s, t):

@@ -68,7 +68,13 @@ def test_outputs_are_read() -> None:
         "policy   speedup gap fast% promo_GB demo_GB p99_op_us\n"
     )
     got = gap.parse_summary(summary)
-    assert got["damon-mod"] == {"precision": 1.0, "recall": 0.513, "f1": 0.672, "regions": 125.4}
+    assert got["damon-mod"] == {
+        "precision": 1.0,
+        "recall": 0.513,
+        "f1": 0.672,
+        "cpu_percent": 1.27513,
+        "regions": 125.4,
+    }
     assert got["damon-agg"]["regions"] == 300.0 and len(got) == 2
     line = (
         "telescope-rule@damon-mod: speed-up over all-slow 1.5201, 1.0 GB promoted; 1TB, 60s "
