@@ -172,3 +172,25 @@ def test_layouts_scale_to_another_heap() -> None:
         robustness.layout("needle-5t", 0, heap=2 * GIB)
     small = robustness.layout("needle-5t", 0, heap=3 * GIB)
     assert abs(sum(r["size"] for r in small) - 3 * GIB) <= 2 * GIB
+
+
+def test_a_monitor_may_name_its_sampling_mode(tmp_path: Path) -> None:
+    # "PRESET:MODE" sets `sampling`, named as the preset; a bare preset keeps its default.
+    sw = robustness.sweep(
+        PAPER_DIR / "subtb-1g.toml", "subtb-1g", 1, 1, ("telescope-bnd:each", "damon-mod")
+    )
+    assert sw["set"]["monitors"] == [
+        {"preset": "telescope-bnd", "sampling": "each"},
+        {"preset": "damon-mod"},
+    ]
+    # The mode reaches the monitor: an unknown one is the config's error, naming the field.
+    with pytest.raises(tierscope.ConfigError, match=r"monitors\[0\]\.sampling"):
+        robustness.run_layouts(
+            PAPER_DIR / "subtb-1g.toml",
+            "subtb-1g",
+            1,
+            1,
+            tmp_path / "bad",
+            monitors=("telescope-bnd:sometimes",),
+            duration="1s",
+        )

@@ -141,8 +141,10 @@ def sweep(
 ) -> dict[str, Any]:
     """The sweep of the experiment file `base` (the benchmark's paper file) over layouts
     0..layouts-1 x seeds 1..seeds, every run with `monitors` (and `duration` long when
-    given); `heap` as in `layout`."""
-    fixed: dict[str, Any] = {"monitors": [{"preset": m} for m in monitors]}
+    given); `heap` as in `layout`. A monitor is a preset, or `PRESET:MODE` for a DAMON or
+    Telescope preset with `sampling = "MODE"` (e.g. "telescope-bnd:each"), named as the
+    preset."""
+    fixed: dict[str, Any] = {"monitors": [_monitor(m) for m in monitors]}
     if duration is not None:
         fixed["duration"] = duration
     return {
@@ -158,6 +160,12 @@ def sweep(
             }
         ],
     }
+
+
+def _monitor(spec: str) -> dict[str, Any]:
+    """A `[[monitors]]` entry from a preset name or `PRESET:MODE`."""
+    preset, _, mode = spec.partition(":")
+    return {"preset": preset, "sampling": mode} if mode else {"preset": preset}
 
 
 def run_layouts(
