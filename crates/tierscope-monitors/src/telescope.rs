@@ -117,9 +117,9 @@ pub struct TelescopeConfig {
 #[serde(rename_all = "snake_case")]
 pub enum Sampling {
     /// [`Sampling::Window`] unless `entry_pick = "uniform"` (one of a region's largest
-    /// entries picked whatever its size), which window sampling does not draw: it gives the per-sample counts'
-    /// distribution (docs/models/FIDELITY.md, "Telescope's window sampling") at a fraction
-    /// of the cost.
+    /// entries picked whatever its size), which window sampling does not draw: it gives
+    /// the per-sample counts' distribution (docs/models/FIDELITY.md, "Telescope's window
+    /// sampling") at a fraction of the cost.
     #[default]
     Auto,
     /// Every sample clears, flushes and reads its entry.
