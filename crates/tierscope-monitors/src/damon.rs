@@ -6,7 +6,7 @@
 use crate::region_monitor::{Probe, RegionMonitor};
 use crate::regions::Region;
 use crate::registry::{BuildContext, Preset, Technique};
-use crate::shared::{FlushPolicy, RegionAttrs};
+use crate::shared::{FlushPolicy, RegionAttrs, Sampling};
 use serde::{Deserialize, Serialize};
 use tierscope_core::machine::FLUSH_CEILING_PAGES;
 use tierscope_core::rng::Rng;
@@ -33,22 +33,6 @@ pub struct DamonConfig {
     /// [`tierscope_core::machine::WindowSampler`]; other engines read each sample) or
     /// `auto` (the default: `window`, unless `flush = "all"`, which needs every clear).
     pub sampling: Sampling,
-}
-
-/// How DAMON's samples are evaluated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sampling {
-    /// [`Sampling::Window`] unless every cleared leaf is flushed, which only reading
-    /// every sample does: window sampling gives the per-sample counts' distribution
-    /// (docs/models/FIDELITY.md, "DAMON's window sampling") at a fraction of the cost.
-    #[default]
-    Auto,
-    /// Every sample clears and reads its entry.
-    Each,
-    /// An engine that can estimates each region's count per aggregation window
-    /// (docs/techniques/DAMON.md, "Window sampling").
-    Window,
 }
 
 /// Points per region and window the engine evaluates under [`Sampling::Window`]: its
@@ -122,11 +106,8 @@ impl Technique for DamonConfig {
 impl DamonConfig {
     /// Whether an engine that offers it draws whole windows at once ([`Sampling`]).
     pub fn by_window(&self) -> bool {
-        match self.sampling {
-            Sampling::Auto => self.flush != FlushPolicy::All,
-            Sampling::Each => false,
-            Sampling::Window => true,
-        }
+        // Flushing every cleared leaf needs every clear.
+        self.sampling.by_window(self.flush != FlushPolicy::All)
     }
 
     pub fn attrs(&self) -> RegionAttrs {

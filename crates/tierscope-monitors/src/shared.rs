@@ -1,5 +1,6 @@
 //! Configuration shared by several techniques: DAMON's region attributes (DAMON,
-//! Telescope, split-hint) and the flush policy (DAMON, Telescope, scans).
+//! Telescope, split-hint), the flush policy (DAMON, Telescope, scans) and how samples are
+//! read (DAMON, Telescope).
 
 use serde::{Deserialize, Serialize};
 use tierscope_core::FieldError;
@@ -63,4 +64,32 @@ pub enum FlushPolicy {
     Upper,
     /// Flush after every clear, leaf included.
     All,
+}
+
+/// How a region sampler's samples are read (DAMON, Telescope).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// [`Sampling::Window`] where the technique's other settings allow it (each technique
+    /// says which: [`Sampling::by_window`]), else [`Sampling::Each`]: window sampling gives
+    /// the per-sample counts' distribution (docs/models/FIDELITY.md, "DAMON's window
+    /// sampling", "Telescope's window sampling") at a fraction of the cost.
+    #[default]
+    Auto,
+    /// Every sample clears (and, if the technique flushes, flushes) and reads its entry.
+    Each,
+    /// An engine that can estimates each region's count per aggregation window.
+    Window,
+}
+
+impl Sampling {
+    /// Whether an engine that offers it draws whole windows at once, `window_allowed`
+    /// being whether the technique's other settings let `auto` choose that.
+    pub fn by_window(self, window_allowed: bool) -> bool {
+        match self {
+            Sampling::Auto => window_allowed,
+            Sampling::Each => false,
+            Sampling::Window => true,
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::damon::{DamonConfig, WINDOW_POINTS};
 use crate::region_monitor::{Probe, RegionMonitor};
 use crate::regions::Region;
 use crate::registry::{BuildContext, Preset, Technique};
-use crate::shared::{FlushPolicy, RegionAttrs};
+use crate::shared::{FlushPolicy, RegionAttrs, Sampling};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tierscope_core::machine::{entry_qualifies, WindowEntry, WindowFlush, FLUSH_CEILING_PAGES};
@@ -112,22 +112,6 @@ pub struct TelescopeConfig {
     pub sampling: Sampling,
 }
 
-/// How Telescope's samples are evaluated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sampling {
-    /// [`Sampling::Window`] unless `entry_pick = "uniform"` (one of a region's largest
-    /// entries picked whatever its size), which window sampling does not draw: it gives
-    /// the per-sample counts' distribution (docs/models/FIDELITY.md, "Telescope's window
-    /// sampling") at a fraction of the cost.
-    #[default]
-    Auto,
-    /// Every sample clears, flushes and reads its entry.
-    Each,
-    /// An engine that can estimates each region's count per aggregation window.
-    Window,
-}
-
 impl Default for TelescopeConfig {
     fn default() -> Self {
         let d = DamonConfig::default();
@@ -197,11 +181,9 @@ impl Technique for TelescopeConfig {
 impl TelescopeConfig {
     /// Whether an engine that offers it draws whole windows at once ([`Sampling`]).
     pub fn by_window(&self) -> bool {
-        match self.sampling {
-            Sampling::Auto => self.entry_pick != EntryPick::Uniform,
-            Sampling::Each => false,
-            Sampling::Window => true,
-        }
+        // Window sampling draws address picks only.
+        self.sampling
+            .by_window(self.entry_pick != EntryPick::Uniform)
     }
 
     pub fn attrs(&self) -> RegionAttrs {
