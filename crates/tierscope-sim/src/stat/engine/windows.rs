@@ -355,10 +355,27 @@ mod tests {
     use tierscope_core::machine::{highest_entry, WindowFlush, FLUSH_CEILING_PAGES};
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::{parse_masim, Density, WorkloadSpec};
-    use tierscope_core::{Engine, Flush, Level};
+    use tierscope_core::{Engine, Flush, Level, Nanos};
 
     fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
         engine_on(&SimMachine::default(), spec, seed)
+    }
+
+    /// The tests' window number `win`: 40 samples 5 ms apart (DAMON-MOD's), 8 points.
+    fn window_no(win: u64, entry: WindowEntry, flush: WindowFlush) -> WindowSampling {
+        WindowSampling {
+            start: win * 40 * 5_000_000,
+            sample: 5_000_000,
+            samples: 40,
+            points: 8,
+            entry,
+            flush,
+        }
+    }
+
+    /// The end of window `w`.
+    fn window_end(w: &WindowSampling) -> Nanos {
+        w.start + u64::from(w.samples) * w.sample
     }
 
     fn engine_on(machine: &SimMachine, spec: &WorkloadSpec, seed: u64) -> StatEngine {
@@ -447,21 +464,13 @@ mod tests {
         let mut exact_engine = engine_on(machine, spec, 2);
         let mut window_engine = engine_on(machine, spec, 2);
         let mut per_window = vec![];
-        let (windows, sample, samples) = (30, 5_000_000, 40);
         let (mut exact, mut est) = (Moments::default(), Moments::default());
         let mut rng = Rng::new(3);
         let mut out = vec![];
-        for win in 0..windows {
-            let w = WindowSampling {
-                start: win * samples as u64 * sample,
-                sample,
-                samples,
-                points: 8,
-                entry: WindowEntry::Leaf,
-                flush: tierscope_core::machine::WindowFlush::None,
-            };
+        for win in 0..30 {
+            let w = window_no(win, WindowEntry::Leaf, WindowFlush::None);
             let counts = per_sample(&mut exact_engine, regions, w, &mut rng);
-            window_engine.advance_to(w.start + samples as u64 * sample);
+            window_engine.advance_to(window_end(&w));
             window_engine.sample_window(w, regions, &mut out);
             exact.add(&counts);
             est.add(&out);
@@ -565,16 +574,9 @@ mod tests {
         let mut window_engine = engine(&spec, 2);
         let (mut rng, mut out) = (Rng::new(3), vec![]);
         for win in 0..30u64 {
-            let w = WindowSampling {
-                start: win * 40 * 5_000_000,
-                sample: 5_000_000,
-                samples: 40,
-                points: 8,
-                entry: WindowEntry::Leaf,
-                flush: tierscope_core::machine::WindowFlush::None,
-            };
+            let w = window_no(win, WindowEntry::Leaf, WindowFlush::None);
             per_sample(&mut per_sample_engine, &regions, w, &mut rng);
-            window_engine.advance_to(w.start + 40 * 5_000_000);
+            window_engine.advance_to(window_end(&w));
             window_engine.sample_window(w, &regions, &mut out);
         }
         let flips = per_sample_engine.cost().bits_cleared;
@@ -602,14 +604,7 @@ mod tests {
                 .map(|i| AddrRange::new(hot + (i << 26), hot + ((i + 1) << 26)))
                 .collect();
             e.advance_to(400_000_000);
-            let w = WindowSampling {
-                start: 200_000_000,
-                sample: 5_000_000,
-                samples: 40,
-                points: 8,
-                entry: WindowEntry::Leaf,
-                flush: tierscope_core::machine::WindowFlush::None,
-            };
+            let w = window_no(1, WindowEntry::Leaf, WindowFlush::None);
             let mut out = vec![];
             e.sample_window(w, &regions, &mut out);
             out
@@ -774,21 +769,14 @@ mod tests {
         let (mut exact, mut est) = (Moments::default(), Moments::default());
         let (mut rng, mut out) = (Rng::new(3), vec![]);
         for win in 0..windows {
-            let w = WindowSampling {
-                start: win * 40 * 5_000_000,
-                sample: 5_000_000,
-                samples: 40,
-                points: 8,
-                entry: WindowEntry::Highest { overshoot },
-                flush,
-            };
+            let w = window_no(win, WindowEntry::Highest { overshoot }, flush);
             exact.add(&per_sample_telescope(
                 &mut exact_engine,
                 regions,
                 w,
                 &mut rng,
             ));
-            window_engine.advance_to(w.start + 40 * 5_000_000);
+            window_engine.advance_to(window_end(&w));
             window_engine.sample_window(w, regions, &mut out);
             est.add(&out);
         }
