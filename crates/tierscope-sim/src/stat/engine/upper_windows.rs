@@ -430,9 +430,8 @@ impl StatEngine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::windows::tests::engine;
     use super::*;
-    use crate::config::SimMachine;
-    use crate::WorkloadParams;
     use tierscope_core::rng::Rng;
     use tierscope_core::workload::parse_masim;
 
@@ -441,15 +440,7 @@ mod tests {
         // Regions of every size and alignment in a 3 TiB mapping: the run holding an
         // address has the level Telescope's rule gives it, bounded and flex.
         let spec = parse_masim("cold, 1GiB\nhot, 3TiB\n\np\n1000\nhot, 1, 4096, 1\n").unwrap();
-        let params = WorkloadParams {
-            spec: &spec,
-            rate: 10_000_000,
-            threads: 1,
-            seed: 1,
-            block_size: 2 << 20,
-            truth_threshold: 1,
-        };
-        let e = StatEngine::new(&SimMachine::default(), &params).unwrap();
+        let e = engine(&spec, 1);
         let hot = e.layout.region_starts[1];
         let root = e.paging.root();
         let mut rng = Rng::new(7);

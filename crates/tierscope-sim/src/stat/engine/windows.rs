@@ -348,7 +348,7 @@ impl WindowSampler for StatEngine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::SimMachine;
     use crate::WorkloadParams;
@@ -357,7 +357,9 @@ mod tests {
     use tierscope_core::workload::{parse_masim, Density, WorkloadSpec};
     use tierscope_core::{Engine, Flush, Level, Nanos};
 
-    fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
+    /// A statistical engine over `spec` at 10 M accesses/s on the default machine (the
+    /// window tests' here and in upper_windows.rs).
+    pub(in crate::stat::engine) fn engine(spec: &WorkloadSpec, seed: u64) -> StatEngine {
         engine_on(&SimMachine::default(), spec, seed)
     }
 
