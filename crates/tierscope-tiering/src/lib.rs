@@ -8,6 +8,8 @@ pub mod migration;
 pub mod perf;
 pub mod policy;
 pub mod registry;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use migration::{MigrationConfig, MigrationStats, Migrator, Move};
 pub use perf::{window_time, AppModel, WindowPerf};

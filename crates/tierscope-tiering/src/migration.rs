@@ -307,7 +307,6 @@ fn clip(r: AddrRange, bounds: AddrRange, granule: u64) -> AddrRange {
 mod tests {
     use super::*;
     use tierscope_core::testing::{FakeMachine, FakeTiers};
-    use tierscope_core::tiers::TierSpec;
     use tierscope_core::Placement;
 
     const MIB: u64 = 1 << 20;
@@ -315,15 +314,7 @@ mod tests {
 
     /// A machine that is only tiers: 64 MiB on the slow tier, a fast tier of `fast` bytes.
     fn machine(fast: u64) -> FakeMachine {
-        let t = |capacity| TierSpec {
-            name: "t".into(),
-            capacity,
-            latency_ns: 1.0,
-            bandwidth: 1.0,
-            queueing: 0.0,
-            curve: Vec::new(),
-            background: 0.0,
-        };
+        let t = crate::test_support::tier;
         FakeMachine {
             tiers: Some(FakeTiers {
                 specs: vec![t(fast), t(u64::MAX)],

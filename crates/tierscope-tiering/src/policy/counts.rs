@@ -96,7 +96,6 @@ impl PageCounts {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use tierscope_core::tiers::TierSpec;
     use tierscope_core::Placement;
 
     /// The rule written as a lookup per piece, as it was before the walk.
@@ -150,16 +149,7 @@ mod tests {
             for (start, len) in runs {
                 placement.set(AddrRange::new(start * page, (start + len) * page), 0);
             }
-            let tier = |capacity| TierSpec {
-                name: "t".into(),
-                capacity,
-                latency_ns: 100.0,
-                bandwidth: 1e9,
-                queueing: 0.1,
-                curve: Vec::new(),
-                background: 0.0,
-            };
-            let tiers = vec![tier(u64::MAX), tier(u64::MAX)];
+            let tiers = vec![crate::test_support::tier(u64::MAX), crate::test_support::tier(u64::MAX)];
             let view = View { now: 0, tiers: &tiers, placement: &placement, latency_ns: &[1.0, 1.0] };
             let granule = granule_pages * page;
             prop_assert_eq!(

@@ -109,22 +109,13 @@ impl Policy for Oracle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierscope_core::tiers::TierSpec;
     use tierscope_core::Placement;
 
     #[test]
     fn densest_ranges_fill_the_fast_tier() {
         let heap = AddrRange::new(1 << 30, (1 << 30) + (10 << 20));
         let placement = Placement::new(heap, 0, 2);
-        let t = |capacity| TierSpec {
-            name: "t".into(),
-            capacity,
-            latency_ns: 1.0,
-            bandwidth: 1.0,
-            queueing: 0.0,
-            curve: Vec::new(),
-            background: 0.0,
-        };
+        let t = crate::test_support::tier;
         let tiers = [t(3 << 20), t(u64::MAX)];
         let view = View {
             now: 0,

@@ -274,15 +274,7 @@ mod tests {
     use tierscope_core::{AddrRange, Placement, RegionReport};
 
     fn tiers(fast: u64) -> Vec<TierSpec> {
-        let t = |capacity| TierSpec {
-            name: "t".into(),
-            capacity,
-            latency_ns: 1.0,
-            bandwidth: 1.0,
-            queueing: 0.0,
-            curve: Vec::new(),
-            background: 0.0,
-        };
+        let t = crate::test_support::tier;
         vec![t(fast), t(u64::MAX)]
     }
 
