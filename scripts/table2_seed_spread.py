@@ -21,7 +21,7 @@ shipped constants stay.
 
     python scripts/table2_seed_spread.py --seeds 1-40 --out runs/table2-seeds
     python scripts/table2_seed_spread.py --seeds 1-40 --out runs/table2-seeds \\
-        --vary cost.walk_step=120,150 --fit cost.walk_step
+        --vary cost.walk_step=120,157 --fit cost.walk_step
 
 Runs are cached in `--out` (one JSON per experiment and seed), so a second call with other
 `--vary` values runs nothing. `--jobs` runs at once (default 2).
@@ -60,6 +60,8 @@ COUNTER_COST = {
     "regions_split": "region_split",
     "regions_merged": "region_merge",
 }
+#: Counters that are not operations (counts of effects, charged through others).
+COUNTS_NOT_PRICED = {"bits_cleared", "bits_cleared_unsure", "pmu_throttled"}
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -103,15 +105,7 @@ def one_run(name: str, seed: int, out: Path, duration: str | None = None) -> Pat
 def cycles(record: dict[str, Any], monitor: str, cost: dict[str, float]) -> float:
     """A monitor's cycles at the per-operation costs `cost` (the run's own, overridden)."""
     counts = record["monitors"][monitor]["counts"]
-    extra = (
-        set(k for k, n in counts.items() if n)
-        - set(COUNTER_COST)
-        - {
-            "bits_cleared",
-            "bits_cleared_unsure",
-            "pmu_throttled",
-        }
-    )
+    extra = {k for k, n in counts.items() if n} - set(COUNTER_COST) - COUNTS_NOT_PRICED
     if extra:
         raise ValueError(f"{monitor} charges {sorted(extra)}, which this script does not price")
     return sum(counts[c] * cost[k] for c, k in COUNTER_COST.items())
