@@ -95,6 +95,7 @@ impl PageCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::tier;
     use proptest::prelude::*;
     use tierscope_core::Placement;
 
@@ -149,8 +150,13 @@ mod tests {
             for (start, len) in runs {
                 placement.set(AddrRange::new(start * page, (start + len) * page), 0);
             }
-            let tiers = vec![crate::test_support::tier(u64::MAX), crate::test_support::tier(u64::MAX)];
-            let view = View { now: 0, tiers: &tiers, placement: &placement, latency_ns: &[1.0, 1.0] };
+            let tiers = vec![tier(u64::MAX), tier(u64::MAX)];
+            let view = View {
+                now: 0,
+                tiers: &tiers,
+                placement: &placement,
+                latency_ns: &[1.0, 1.0],
+            };
             let granule = granule_pages * page;
             prop_assert_eq!(
                 counts.cold_on_fast(&view, granule, threshold),
