@@ -106,7 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-hz", type=float, default=2.1e9)
     ap.add_argument("--entry-read", type=float, default=20.0, help="the cost model's entry_read")
     args = ap.parse_args(argv)
-    runs = measure(args.gib, args.calls, args.repeats)
+    if min(args.gib, args.calls, args.repeats) < 1:
+        print("kernel_walk_cost: --gib, --calls and --repeats need at least 1", file=sys.stderr)
+        return 2
+    try:
+        runs = measure(args.gib, args.calls, args.repeats)
+    except subprocess.CalledProcessError:
+        print(f"kernel_walk_cost: could not map a {args.gib} GiB heap", file=sys.stderr)
+        return 1
     for g, h, r in runs:
         print(f"getppid {g:.0f} ns, mincore hole {h:.0f} ns, mincore random page {r:.0f} ns")
     walk = statistics.median(r - h for _, h, r in runs)

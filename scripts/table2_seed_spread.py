@@ -33,18 +33,19 @@ import argparse
 import json
 import statistics
 import sys
-import tomllib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import tierscope
-from tierscope.data import experiments_dir
 from tierscope.studies import telescope_paper as paper
 from tierscope.studies import trends
 
-MONITORS = ("damon-mod", "damon-agg", "telescope-bnd", "telescope-flx")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_gap import seeds_of
+from telescope_cost_sensitivity import MONITORS, table2_experiment
+
 #: The ledger's tolerance for cycles (python/tierscope/studies/claims/telescope.toml).
 TOLERANCE = 0.10
 #: Counter name -> cost key of the generic counters (CostModel::cycles); Table 2's
@@ -64,14 +65,6 @@ COUNTER_COST = {
 COUNTS_NOT_PRICED = {"bits_cleared", "bits_cleared_unsure", "pmu_throttled"}
 
 
-def parse_seeds(text: str) -> list[int]:
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        seeds += range(int(lo), int(hi or lo) + 1)
-    return seeds
-
-
 def run_path(out: Path, name: str, seed: int, duration: str | None) -> Path:
     return out / f"{name}{'-' + duration if duration else ''}-s{seed}.json"
 
@@ -83,10 +76,7 @@ def one_run(name: str, seed: int, out: Path, duration: str | None = None) -> Pat
     path = run_path(out, name, seed, duration)
     if path.exists():
         return path
-    doc = tomllib.loads((experiments_dir() / "paper" / f"{name}.toml").read_text("utf-8"))
-    doc["monitors"] = [m for m in doc["monitors"] if m.get("preset") in MONITORS]
-    sets = [("seed", str(seed))] + ([("duration", duration)] if duration else [])
-    exp = tierscope.load_experiment(doc, source_name=f"{name}.toml", overrides=sets)
+    exp, _ = table2_experiment(name, [("seed", str(seed))], duration)
     metrics = tierscope.run(exp, progress=False).metrics
     record = {
         "experiment": name,
@@ -236,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = parse_vary(args.vary)
         fit_key = cost_key(args.fit, "--fit") if args.fit else None
-        seeds = parse_seeds(args.seeds)
+        seeds = seeds_of(args.seeds)
     except (BadArgument, ValueError) as e:
         print(f"table2_seed_spread: {e}", file=sys.stderr)
         return 2
@@ -248,6 +238,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({', '.join(trends.TABLE2)})",
             file=sys.stderr,
         )
+        return 2
+    if args.jobs < 1 or not seeds:
+        print("table2_seed_spread: --jobs and --seeds need at least 1", file=sys.stderr)
+        return 2
+    try:  # a bad --duration, before any run: the experiment's own one-line error
+        table2_experiment(names[0], [("seed", str(seeds[0]))], args.duration)
+    except tierscope.ConfigError as e:
+        print(f"table2_seed_spread: {e}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = [(n, s) for s in seeds for n in names]

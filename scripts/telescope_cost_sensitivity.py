@@ -68,11 +68,12 @@ def _seconds(text: str) -> float:
     return float(text)
 
 
-def _experiment(
+def table2_experiment(
     name: str, overrides: Sequence[tuple[str, str]], duration: str | None
 ) -> tuple[tierscope.Experiment, float]:
-    """The shipped experiment file with only Table 2's monitors, `overrides` set; and the
-    file's own duration in seconds."""
+    """The shipped experiment file with only Table 2's monitors, `overrides` set (and
+    `duration` when given); and the file's own duration in seconds. Also
+    scripts/table2_seed_spread.py's runs."""
     doc = tomllib.loads((experiments_dir() / "paper" / f"{name}.toml").read_text("utf-8"))
     doc["monitors"] = [m for m in doc["monitors"] if m.get("preset") in MONITORS]
     full = _seconds(doc["duration"])
@@ -89,7 +90,7 @@ def measure(
     cost: list[dict[str, Any]] = []
     petabyte: dict[str, Any] | None = None
     for name in names:
-        exp, full = _experiment(name, overrides, duration)
+        exp, full = table2_experiment(name, overrides, duration)
         ran = exp.duration_ns / 1e9
         scale = full / ran if duration else 1.0
         t0 = time.monotonic()

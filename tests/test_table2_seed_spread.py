@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,7 +15,6 @@ import pytest
 
 import tierscope
 from conftest import load_script
-from tierscope.data import experiments_dir
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +36,8 @@ def test_counts_price_to_what_a_rerun_at_other_costs_reports(
 ) -> None:
     rec = records[0]
     script.check_prices(rec)
-    doc = tomllib.loads((experiments_dir() / "paper" / "subtb-1g.toml").read_text("utf-8"))
-    doc["monitors"] = [m for m in doc["monitors"] if m.get("preset") in script.MONITORS]
-    sets = [("seed", "1"), ("duration", "2s"), ("cost.walk_step", "150"), ("cost.clear", "90")]
-    exp = tierscope.load_experiment(doc, source_name="subtb-1g.toml", overrides=sets)
+    sets = [("seed", "1"), ("cost.walk_step", "150"), ("cost.clear", "90")]
+    exp, _ = script.table2_experiment("subtb-1g", sets, "2s")
     rerun = tierscope.run(exp, progress=False).metrics["monitors"]
     for m in script.MONITORS:
         priced = script.cycles(rec, m, {**rec["cost"], "walk_step": 150.0, "clear": 90.0})
@@ -74,7 +70,7 @@ def test_runs_are_cached(script: ModuleType, tmp_path: Path) -> None:
 
 
 def test_spread_and_seeds(script: ModuleType) -> None:
-    assert script.parse_seeds("1-3,9") == [1, 2, 3, 9]
+    assert script.seeds_of("1-3,9") == [1, 2, 3, 9]
     p10, med, p90 = script.spread([float(v) for v in range(1, 12)])
     assert (p10, med, p90) == (2.0, 6.0, 10.0)
 
@@ -86,6 +82,8 @@ def test_spread_and_seeds(script: ModuleType) -> None:
         (["--vary", "cost.walk_step=fast"], "'fast' is not a number"),
         (["--fit", "walk_step"], "expected cost.KEY"),
         (["--experiments", "needle-5t"], "not in Table 2"),
+        (["--jobs", "0"], "at least 1"),
+        (["--seeds", "1", "--duration", "soon"], "duration"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(
